@@ -1,0 +1,15 @@
+# appliance/: the programs that run inside every sandbox.
+CFLAGS_appliance := $(call pc_cflags,$(PKGS) x11 xtst xdamage xfixes libvncserver)
+
+INIT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/init/*.c))
+$(BUILD)/bin/cloche-init: $(INIT_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS)
+
+VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c))
+$(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \
+		$(call pc_libs,libvncserver x11 xtst xdamage xfixes)
+
+BINS += $(BUILD)/bin/cloche-init $(BUILD)/bin/cloche-vnc

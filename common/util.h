@@ -1,0 +1,45 @@
+/* Small ownership helpers used everywhere: cleanup-attribute locals that
+ * close or free themselves, "take" helpers that hand ownership out of such a
+ * local, and EINTR-safe I/O. */
+#ifndef CLOCHE_UTIL_H
+#define CLOCHE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+void util_closep(int *fd);
+void util_freep(void *pp);
+
+#define AUTOCLOSE __attribute__((cleanup(util_closep)))
+#define AUTOFREE __attribute__((cleanup(util_freep)))
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Returns *fd and sets it to -1, so a cleanup cannot close what was handed out. */
+static inline int take_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+/* Returns *p and sets it to NULL. */
+static inline void *take_ptr(void *pp)
+{
+	void **p = (void **)pp;
+	void *r = *p;
+	*p = NULL;
+	return r;
+}
+
+/* write(2) all of buf, retrying on EINTR and short writes.  0 or -1/errno. */
+int util_write_all(int fd, const void *buf, size_t len);
+
+/* Monotonic clock in milliseconds. */
+uint64_t util_now_ms(void);
+
+/* Wall clock formatted as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
+void util_rfc3339(char *out, size_t len);
+
+#endif

@@ -1,0 +1,16 @@
+/* Runs every common/ suite; Check prints the summary line CI reads and the
+ * exit status is non-zero when anything failed. */
+#include "tests/unit/unit.h"
+
+#include <stdlib.h>
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite_err());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,10 @@
+# tests/unit/: Check-based unit tests, one binary per directory under test.
+UNIT_COMMON_SRCS := $(wildcard tests/unit/common/*.c)
+UNIT_COMMON_OBJS := $(UNIT_COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
+CFLAGS_tests := $(call pc_cflags,check $(PKGS))
+
+$(BUILD)/tests/unit-common: $(UNIT_COMMON_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)
+
+TESTS += $(BUILD)/tests/unit-common
