@@ -13,3 +13,10 @@ $(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(COMMON_LIB)
 		$(call pc_libs,libvncserver x11 xtst xdamage xfixes)
 
 BINS += $(BUILD)/bin/cloche-init $(BUILD)/bin/cloche-vnc
+
+XPROBE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/xprobe/*.c))
+$(BUILD)/bin/cloche-xprobe: $(XPROBE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,x11)
+
+BINS += $(BUILD)/bin/cloche-xprobe

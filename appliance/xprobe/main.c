@@ -1,0 +1,84 @@
+/* cloche-xprobe: exits 0 when the X display shows a mapped top-level window
+ * whose WM_CLASS matches, at least the given size.  cloche-init uses it as
+ * Chromium's readiness probe ("the browser window is on the screen"), and
+ * tests use it to wait for windows.  Without a window manager top-level
+ * windows are the root window's children. */
+#include <X11/Xlib.h>
+#include <X11/Xutil.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int quiet_errors(Display *d, XErrorEvent *ev)
+{
+	(void)d;
+	(void)ev; /* windows vanish while we look at them: not an error here */
+	return 0;
+}
+
+static int matches(Display *d, Window w, const char *cls, int min_w, int min_h, int verbose)
+{
+	XWindowAttributes a;
+	XClassHint hint = {NULL, NULL};
+	int ok = 0;
+
+	if (!XGetWindowAttributes(d, w, &a) || a.map_state != IsViewable)
+		return 0;
+	if (XGetClassHint(d, w, &hint)) {
+		ok = (!cls || (hint.res_class && strcasecmp(hint.res_class, cls) == 0) ||
+		      (hint.res_name && strcasecmp(hint.res_name, cls) == 0)) &&
+		     a.width >= min_w && a.height >= min_h;
+		if (verbose)
+			printf("{\"window\":%lu,\"class\":\"%s\",\"name\":\"%s\",\"x\":%d,\"y\":%d,"
+			       "\"width\":%d,\"height\":%d}\n",
+			       (unsigned long)w, hint.res_class ? hint.res_class : "",
+			       hint.res_name ? hint.res_name : "", a.x, a.y, a.width, a.height);
+		XFree(hint.res_name);
+		XFree(hint.res_class);
+	}
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"display", required_argument, NULL, 'd'}, {"class", required_argument, NULL, 'c'},
+		{"min-width", required_argument, NULL, 'w'}, {"min-height", required_argument, NULL, 'h'},
+		{"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+	};
+	const char *display = NULL, *cls = NULL;
+	int min_w = 1, min_h = 1, list = 0, c, found = 0;
+	Window root, parent, *kids = NULL;
+	unsigned n = 0;
+	Display *d;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': display = optarg; break;
+		case 'c': cls = optarg; break;
+		case 'w': min_w = atoi(optarg); break;
+		case 'h': min_h = atoi(optarg); break;
+		case 'l': list = 1; break;
+		case 'H':
+			printf("usage: cloche-xprobe [--display :0] [--class NAME] [--min-width N] "
+			       "[--min-height N] [--list]\nExit 0 when a matching window is mapped.\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	d = XOpenDisplay(display);
+	if (!d) {
+		fprintf(stderr, "cloche-xprobe: cannot open display `%s`\n", display ? display : "$DISPLAY");
+		return 1;
+	}
+	XSetErrorHandler(quiet_errors);
+	if (XQueryTree(d, DefaultRootWindow(d), &root, &parent, &kids, &n)) {
+		for (unsigned i = 0; i < n; i++)
+			found |= matches(d, kids[i], cls, min_w, min_h, list);
+		XFree(kids);
+	}
+	XCloseDisplay(d);
+	return found ? 0 : 1;
+}
