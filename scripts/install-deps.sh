@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs what cloche's build, appliance and tests need on Debian 12, as
+# root.  Idempotent and quiet: it only calls apt-get/npm when something is
+# missing, and prints only on failure (set CLOCHE_VERBOSE=1 to see more).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(
+	# build
+	build-essential pkg-config git check libsubunit-dev
+	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev
+	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev
+	# sandboxes: gVisor, btrfs pool, template build, netns
+	runsc btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
+	# what the tests drive: a display, a browser, real VNC clients, noVNC
+	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool
+	# node for the end-to-end clients (playwright-core, MCP SDK)
+	nodejs
+)
+
+log() { [[ -z ${CLOCHE_VERBOSE:-} ]] || echo "install-deps: $*" >&2; }
+quiet() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		echo "install-deps: \`$*\` failed:" >&2
+		tail -n 30 <<<"$out" >&2
+		return 1
+	fi
+}
+
+[[ $(id -u) == 0 ]] || { echo "install-deps: run as root" >&2; exit 1; }
+
+missing=()
+for p in "${PKGS[@]}"; do
+	[[ $p == \#* ]] && continue
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v npm >/dev/null || missing+=(npm)
+if ((${#missing[@]})); then
+	log "apt-get install ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	quiet apt-get update -q
+	quiet apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The kernel must know btrfs (a module on stock kernels, built in on others).
+if ! grep -qw btrfs /proc/filesystems && command -v modprobe >/dev/null; then
+	modprobe btrfs 2>/dev/null || true
+fi
+grep -qw btrfs /proc/filesystems || echo "install-deps: this kernel has no btrfs; sandboxes need it" >&2
+
+# npm packages for the end-to-end tests, pinned by tests/e2e/package-lock.json.
+if [[ ! -d tests/e2e/node_modules ]] || [[ tests/e2e/package-lock.json -nt tests/e2e/node_modules ]]; then
+	log "npm ci in tests/e2e"
+	(cd tests/e2e && quiet npm ci --no-audit --no-fund --loglevel=error)
+	touch tests/e2e/node_modules
+fi

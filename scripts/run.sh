@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make run`: installs what is needed, builds, builds the desktop template,
+# starts the all-in-one appliance in the background and prints where to go.
+# Today the appliance is one node-local sandbox reached through loopback
+# port forwards; the portal and proxy replace the forwards as they land.
+#
+#   CLOCHE_NOVNC_PORT (6080)  CLOCHE_VNC_PORT (5900)  CLOCHE_HEALTH_PORT (18080)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/sandbox.sh
+. scripts/lib/forward.sh
+
+id=${CLOCHE_RUN_ID:-local}
+say() { echo "cloche: $*" >&2; }
+
+scripts/install-deps.sh
+say "building"
+make -s -j2 all >/dev/null
+template=$(rootfs/build-template.sh | tail -n 1)
+
+if [[ $(sb_state "$id" 2>/dev/null) == running ]]; then
+	say "sandbox $id is already running"
+else
+	sb_down "$id" >/dev/null 2>&1 || true
+	say "starting sandbox $id from $(basename "$template") (Chromium under gVisor takes a few seconds)"
+	sb_up "$id" "$template"
+	sb_wait_ready "$id" 180
+fi
+
+fw_start "$id" "${CLOCHE_NOVNC_PORT:-6080}" 6080
+fw_start "$id" "${CLOCHE_VNC_PORT:-5900}" 5900
+fw_start "$id" "${CLOCHE_HEALTH_PORT:-18080}" 8080
+
+cat <<MSG
+
+cloche is running (sandbox $id).
+  Desktop in a browser (noVNC):  http://127.0.0.1:${CLOCHE_NOVNC_PORT:-6080}/vnc.html?autoconnect=1&resize=scale
+  VNC client:                    127.0.0.1:${CLOCHE_VNC_PORT:-5900}  (e.g. vncviewer 127.0.0.1::${CLOCHE_VNC_PORT:-5900})
+  Health:                        http://127.0.0.1:${CLOCHE_HEALTH_PORT:-18080}/health
+  Logs:                          $(sb_dir "$id")/console.log
+  Stop:                          make stop
+MSG

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The desktop template boots under real runsc on a fresh btrfs snapshot, in
+# its own netns pair: health turns ready; a real VNC client (vncsnapshot)
+# captures a frame with Chromium's window; noVNC's page in headless
+# Chromium (playwright-core) connects, renders, and a click and keys sent
+# through VNC change the screen; init brings back a killed Chromium and a
+# killed cloche-vnc; SIGTERM stops the sandbox within its bound; nothing is
+# left behind.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. scripts/lib/sandbox.sh
+
+template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
+id="t-boot-$$"
+work=$(mktemp -d)
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	sb_down "$id" >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+[[ -n $template ]] || { not_ok "a desktop template exists (run make template)"; tap_exit; }
+
+t0=$(now_ms)
+check "runsc starts the sandbox on a snapshot of $(basename "$template")" sb_up "$id" "$template"
+check "health turns ready" sb_wait_ready "$id" 180
+echo "# boot to ready: $(($(now_ms) - t0)) ms"
+health=$(sb_health "$id")
+echo "# health: $health"
+for svc in xvfb vnc chromium; do
+	check "health reports $svc ready" test "$(jq -r ".services.$svc.state" <<<"$health")" = ready
+done
+check "the rootfs is a btrfs snapshot" btrfs subvolume show "$(sb_dir "$id")/rootfs" >/dev/null
+
+# A real VNC client through the router netns, as the proxy will connect.
+if sb_in_router "$id" timeout 30 vncsnapshot -quiet -allowblank 10.0.2.15:0 "$work/snap.jpg" >/dev/null 2>&1; then
+	ok "vncsnapshot captures a frame"
+else
+	not_ok "vncsnapshot captures a frame"
+fi
+
+# The browser half runs inside the router netns too, so it reaches
+# 10.0.2.15 exactly as a proxied browser would.
+sb_in_router "$id" node tests/e2e/novnc-test.mjs --url "http://10.0.2.15:6080/vnc.html?autoconnect=1" \
+	--snapshot "$work/snap.jpg" --out "$work"
+rc=$?
+[[ $rc == 0 ]] || not_ok "noVNC end-to-end script exited $rc"
+
+# Kill a service inside the sandbox; cloche-init must bring it back.
+restart_check() {
+	local svc=$1 pid before after deadline
+	before=$(sb_health "$id")
+	pid=$(jq -r ".services.$svc.pid" <<<"$before")
+	if ! sb_exec "$id" /bin/kill -KILL "$pid" >/dev/null 2>&1; then
+		not_ok "kill $svc (pid $pid) inside the sandbox"
+		return
+	fi
+	ok "kill -9 $svc (pid $pid) inside the sandbox"
+	deadline=$((SECONDS + 5))
+	while ((SECONDS < deadline)); do
+		[[ $(jq -r ".services.$svc.pid" <<<"$(sb_health "$id")") != "$pid" ]] && break
+		sleep 0.1
+	done
+	local t1
+	t1=$(now_ms)
+	if sb_wait_ready "$id" 120; then
+		after=$(sb_health "$id")
+		ok "health recovers after $svc was killed ($(($(now_ms) - t1)) ms)"
+		check "$svc has a new pid and a counted restart" test "$(jq -r ".services.$svc.pid" <<<"$after")" != "$pid" -a \
+			"$(jq -r ".services.$svc.restarts" <<<"$after")" -ge 1
+	else
+		not_ok "health recovers after $svc was killed"
+	fi
+}
+restart_check chromium
+restart_check vnc
+
+# SIGTERM to the container's init: services stop in order, within the bound.
+t1=$(now_ms)
+sb_runsc "$id" kill "$id" TERM >/dev/null 2>&1
+while [[ $(sb_state "$id") == running ]] && (($(now_ms) - t1 < 15000)); do sleep 0.1; done
+stop_ms=$(($(now_ms) - t1))
+check "SIGTERM stops the sandbox within 10 s ($stop_ms ms)" test "$stop_ms" -lt 10000
+check "init logged an orderly stop" grep -q '"all services stopped"' "$(sb_dir "$id")/console.log"
+
+sb_down "$id"
+check "down removes the sandbox directory" test ! -e "$(sb_dir "$id")"
+check "down removes both network namespaces" test ! -e "/var/run/netns/S-$id" -a ! -e "/var/run/netns/R-$id"
+check "no runsc process is left for the sandbox" bash -c "! pgrep -f 'runsc.*$id' >/dev/null"
+tap_exit
