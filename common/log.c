@@ -24,6 +24,27 @@ void log_init(const char *prog, enum log_level min, int fd)
 	g_log.fd = fd;
 }
 
+/* jansson refuses text that is not valid UTF-8 (a child's output, a peer's
+ * header), and json_pack() then fails as a whole, which lost the line.  Keep
+ * such text with its non-ASCII bytes replaced by '?'. */
+static json_t *log_string(const char *s)
+{
+	json_t *v = json_string(s);
+	char *copy;
+
+	if (v)
+		return v;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
 int log_level_parse(const char *s)
 {
 	for (size_t i = 0; i < ARRAY_LEN(level_names); i++)
@@ -42,8 +63,8 @@ void log_emit(enum log_level level, const char *msg, const char *fields, ...)
 	if (level < g_log.min)
 		return;
 	util_rfc3339(ts, sizeof(ts));
-	line = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "level", level_names[level],
-			 "prog", g_log.prog, "msg", msg ? msg : "");
+	line = json_pack("{s:s, s:s, s:o, s:o}", "ts", ts, "level", level_names[level],
+			 "prog", log_string(g_log.prog), "msg", log_string(msg ? msg : ""));
 	if (!line)
 		goto out;
 	if (fields) {
