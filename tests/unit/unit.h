@@ -6,5 +6,10 @@
 #include <check.h>
 
 Suite *suite_err(void);
+Suite *suite_buf(void);
+Suite *suite_cfg(void);
+Suite *suite_json(void);
+Suite *suite_log(void);
+Suite *suite_http_client(void);
 
 #endif

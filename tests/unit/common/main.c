@@ -9,6 +9,12 @@ int main(void)
 	SRunner *sr = srunner_create(suite_err());
 	int failed;
 
+	srunner_add_suite(sr, suite_buf());
+	srunner_add_suite(sr, suite_cfg());
+	srunner_add_suite(sr, suite_json());
+	srunner_add_suite(sr, suite_log());
+	srunner_add_suite(sr, suite_http_client());
+
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
