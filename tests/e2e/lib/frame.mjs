@@ -1,68 +1,94 @@
-// Measures an RGBA frame ({w, h, data}) of the sandbox desktop: how many
-// colours it has, how much of it one colour covers, whether Chromium's
-// light toolbar sits above the start page's blue gradient, and where the
-// page's white text field is.  Shared by the VNC and noVNC checks.
-export function frameStats({ w, h, data }) {
-  const px = (x, y) => {
-    const i = (y * w + x) * 4;
-    return [data[i], data[i + 1], data[i + 2]];
-  };
+// Measures an RGBA frame of the sandbox desktop: how many colours it has,
+// how much of it one colour covers, whether Chromium's light toolbar sits
+// above the start page's blue gradient, where the page's white text field
+// is, and how much dark "ink" a box holds.  The functions are
+// self-contained so they can run inside the browser page (next to the
+// canvas) via inPage(): moving 4 MB of pixels over CDP is far slower.
+export function frameStats(w, h, data, box) {
+  const at = (x, y) => (y * w + x) * 4;
   const counts = new Map();
   for (let i = 0; i < w * h * 4; i += 4 * 7) {
     // 4 bits per channel: JPEG noise must not count as colours.
     const k = ((data[i] >> 4) << 8) | ((data[i + 1] >> 4) << 4) | (data[i + 2] >> 4);
     counts.set(k, (counts.get(k) || 0) + 1);
   }
-  const samples = Math.ceil((w * h) / 7);
-  const dominant = Math.max(...counts.values()) / samples;
+  const dominant = Math.max(...counts.values()) / Math.ceil((w * h) / 7);
 
-  // Toolbar: Chromium draws light grey/white across the top ~80 px.
-  let light = 0;
-  let total = 0;
+  // Toolbar: Chromium draws light colours across the top ~80 px.
+  let light = 0; let total = 0;
   for (let y = 5; y < Math.min(80, h); y += 4) {
     for (let x = 0; x < w; x += 8) {
-      const [r, g, b] = px(x, y);
+      const i = at(x, y);
       total++;
-      if (r > 180 && g > 180 && b > 180) light++;
+      if (data[i] > 180 && data[i + 1] > 180 && data[i + 2] > 180) light++;
     }
   }
-  // Page: the start page is a blue gradient (blue above red).
-  let blue = 0;
-  let ptotal = 0;
+  // Page: the start page is a blue gradient (blue well above red).
+  let blue = 0; let ptotal = 0;
   for (let y = Math.floor(h * 0.3); y < h - 10; y += 8) {
     for (let x = 0; x < w; x += 8) {
-      const [r, , b] = px(x, y);
+      const i = at(x, y);
       ptotal++;
-      if (b > r + 40) blue++;
+      if (data[i + 2] > data[i] + 40) blue++;
     }
   }
-  // The text field: bounding box of near-white pixels below the toolbar,
-  // in the middle third of the screen.
-  let x0 = w; let y0 = h; let x1 = -1; let y1 = -1;
-  for (let y = 120; y < h; y += 2) {
-    for (let x = Math.floor(w * 0.2); x < Math.floor(w * 0.8); x += 2) {
-      const [r, g, b] = px(x, y);
-      if (r > 235 && g > 235 && b > 235) {
-        x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
-      }
+  // The text field: the first band of rows below the toolbar where a long
+  // stretch is near white (text never makes stretches that long).
+  const wideWhite = (y) => {
+    let run = 0; let best = 0; let bx0 = 0; let start = 0;
+    for (let x = 0; x < w; x++) {
+      const i = at(x, y);
+      if (data[i] > 235 && data[i + 1] > 235 && data[i + 2] > 235) {
+        if (run++ === 0) start = x;
+        if (run > best) { best = run; bx0 = start; }
+      } else run = 0;
     }
-  }
-  const whiteBox = x1 > x0 + 100 && y1 > y0 + 15 && y1 - y0 < 120 ? { x0, y0, x1, y1 } : null;
-  const inkIn = (b) => {
-    let n = 0;
-    for (let y = b.y0 + 2; y <= b.y1 - 2; y++) {
-      for (let x = b.x0 + 2; x <= b.x1 - 2; x++) {
-        const [r, g, bb] = px(x, y);
-        if (r < 140 && g < 140 && bb < 140) n++;
-      }
-    }
-    return n;
+    return best >= 250 ? [bx0, bx0 + best - 1] : null;
   };
-  return { colours: counts.size, dominant, toolbarLight: light / total, pageBlue: blue / ptotal, whiteBox, inkIn };
+  let field = null;
+  for (let y = 120; y < h; y++) {
+    const r = wideWhite(y);
+    if (r && !field) field = { x0: r[0], x1: r[1], y0: y, y1: y };
+    else if (r && field && y === field.y1 + 1) field.y1 = y;
+    else if (!r && field) break;
+  }
+  if (field && field.y1 - field.y0 < 15) field = null;
+  let ink = 0;
+  if (box) {
+    for (let y = box.y0 + 3; y <= box.y1 - 3; y++) {
+      for (let x = box.x0 + 3; x <= box.x1 - 3; x++) {
+        const i = at(x, y);
+        if (data[i] < 140 && data[i + 1] < 140 && data[i + 2] < 140) ink++;
+      }
+    }
+  }
+  return { w, h, colours: counts.size, dominant, toolbarLight: light / total, pageBlue: blue / ptotal, field, ink };
 }
 
 // A desktop showing Chromium with the start page: varied, not one colour,
 // a light toolbar on top and a blue page below.
 export function looksLikeDesktop(st) {
   return st.colours >= 20 && st.dominant < 0.9 && st.toolbarLight > 0.5 && st.pageBlue > 0.5;
+}
+
+// Runs frameStats in the page on a canvas (a CSS selector), or on an image
+// given as a data: URL drawn onto a fresh canvas.
+export async function statsInPage(page, { selector, imageUrl, box }) {
+  return page.evaluate(async ([src, sel, url, b]) => {
+    const stats = new Function(`return ${src}`)();
+    let c = sel ? document.querySelector(sel) : null;
+    if (url) {
+      const img = new Image();
+      img.src = url;
+      await img.decode();
+      c = document.createElement('canvas');
+      c.width = img.width; c.height = img.height;
+      c.getContext('2d').drawImage(img, 0, 0);
+    }
+    if (!c) return null;
+    const g = c.getContext('2d');
+    const r = c.getBoundingClientRect();
+    const s = stats(c.width, c.height, g.getImageData(0, 0, c.width, c.height).data, b);
+    return { ...s, left: r.x, top: r.y };
+  }, [frameStats.toString(), selector || null, imageUrl || null, box || null]);
 }
