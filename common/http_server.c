@@ -316,7 +316,10 @@ static int fd_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user, 
 	case LWS_CALLBACK_RAW_RX_FILE:
 		return w && w->cb(w->ud, lws_get_socket_fd(wsi)) ? -1 : 0;
 	case LWS_CALLBACK_RAW_CLOSE_FILE:
-		free(w);
+		if (w) {
+			w->cb(w->ud, -1);
+			free(w);
+		}
 		lws_set_opaque_user_data(wsi, NULL);
 		return 0;
 	default:

@@ -41,8 +41,10 @@ struct hsrv_resp {
 
 /* Fills resp; the handler must not keep req after returning. */
 typedef void (*hsrv_handler)(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp);
-/* Called when fd is readable or hung up.  Return 0 to keep watching, -1 to
- * stop (the server then closes fd). */
+/* Called with the fd when it is readable.  Return 0 to keep watching, -1 to
+ * stop (the server then closes fd).  Called once more with fd == -1 when
+ * the watch ends for any reason (that -1, a hang-up, hsrv_free), so the
+ * owner can release what ud points to; the return value is then ignored. */
 typedef int (*hsrv_fd_cb)(void *ud, int fd);
 typedef void (*hsrv_timer_cb)(void *ud);
 

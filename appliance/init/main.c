@@ -44,6 +44,8 @@ static int on_signal(void *ud, int fd)
 	struct init *in = ud;
 	struct signalfd_siginfo si;
 
+	if (fd < 0)
+		return -1;
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			sup_reap(in->sup);

@@ -54,13 +54,13 @@ struct svc {
 };
 
 /* One pipe carrying a service's stdout and stderr.  It can outlive the
- * process (a grandchild may hold it), so it is tracked on its own. */
+ * process (a grandchild may hold it), so it lives until the pipe closes;
+ * hsrv_free() closes what is left, so the supervisor must be freed after. */
 struct relay {
 	struct relay *next;
 	struct sup *sup;
 	char name[64];
 	size_t len;
-	bool closed;
 	char line[RELAY_LINE_MAX];
 };
 
@@ -93,19 +93,32 @@ static void relay_flush(struct relay *r)
 	r->len = 0;
 }
 
+static void relay_close(struct relay *r)
+{
+	relay_flush(r);
+	for (struct relay **pp = &r->sup->relays; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	free(r);
+}
+
 static int relay_read(void *ud, int fd)
 {
 	struct relay *r = ud;
 	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof(buf));
+	ssize_t n;
 
-	if (n == -1 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (n <= 0) {
-		relay_flush(r);
-		r->closed = true; /* freed by the next sup_step() */
+	if (fd < 0) {
+		relay_close(r);
 		return -1;
 	}
+	n = read(fd, buf, sizeof(buf));
+	if (n == -1 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0)
+		return -1; /* the server closes fd and calls back with -1 */
 	for (ssize_t i = 0; i < n; i++) {
 		if (buf[i] == '\n') {
 			relay_flush(r);
@@ -116,19 +129,6 @@ static int relay_read(void *ud, int fd)
 		r->line[r->len++] = buf[i];
 	}
 	return 0;
-}
-
-static void relays_collect(struct sup *s, bool all)
-{
-	for (struct relay **pp = &s->relays; *pp;) {
-		struct relay *r = *pp;
-		if (r->closed || all) {
-			*pp = r->next;
-			free(r);
-		} else {
-			pp = &r->next;
-		}
-	}
 }
 
 static int relay_open(struct sup *s, struct svc *v, struct err *e)
@@ -270,7 +270,6 @@ static void sup_step(void *ud)
 	uint64_t now = util_now_ms(), next = UINT64_MAX;
 	bool any_alive = false;
 
-	relays_collect(s, false);
 	for (size_t i = 0; i < s->n; i++) {
 		struct svc *v = &s->svc[i];
 
@@ -483,7 +482,6 @@ void sup_free(struct sup *s)
 	if (!s)
 		return;
 	hsrv_timer_free(s->tick);
-	relays_collect(s, true);
 	free(s->svc);
 	free(s);
 }

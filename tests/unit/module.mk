@@ -8,3 +8,11 @@ $(BUILD)/tests/unit-common: $(UNIT_COMMON_OBJS) $(COMMON_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)
 
 TESTS += $(BUILD)/tests/unit-common
+
+UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/appliance/*.c)) \
+	$(BUILD)/obj/appliance/init/config.o
+$(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)
+
+TESTS += $(BUILD)/tests/unit-appliance

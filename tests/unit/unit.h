@@ -11,5 +11,7 @@ Suite *suite_cfg(void);
 Suite *suite_json(void);
 Suite *suite_log(void);
 Suite *suite_http_client(void);
+Suite *suite_http_server(void);
+Suite *suite_init_config(void);
 
 #endif

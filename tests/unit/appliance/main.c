@@ -1,0 +1,15 @@
+/* Runs the suites for appliance/ (the programs inside every sandbox). */
+#include "tests/unit/unit.h"
+
+#include <stdlib.h>
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite_init_config());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

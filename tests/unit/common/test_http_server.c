@@ -1,0 +1,248 @@
+/* Unit tests for common/http_server: routing (exact, prefix, 404, 405),
+ * bodies and their limit (413), query strings, request headers, JSON
+ * errors, timers and watched fds, all through a real HTTP client
+ * (common/http_client over libcurl) against the server on a thread. */
+#include "common/http_client.h"
+#include "common/http_server.h"
+#include "tests/unit/unit.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fixture {
+	struct hsrv *srv;
+	pthread_t thread;
+	int port;
+	int timer_fired;
+	int fd_reads;
+	char fd_data[64];
+	struct hsrv_timer *timer;
+};
+
+static struct fixture fx;
+
+static void h_hello(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	(void)ud;
+	hsrv_resp_json(resp, 200, json_pack("{s:s, s:s, s:s}", "method", req->method, "path",
+					    req->path, "query", req->query));
+}
+
+static void h_echo(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	char ctype[64] = "";
+	(void)ud;
+	hsrv_req_header(req, "Content-Type", ctype, sizeof(ctype));
+	hsrv_resp_json(resp, 201, json_pack("{s:s#, s:i, s:s}", "body", req->body, (int)req->body_len,
+					    "len", (int)req->body_len, "ctype", ctype));
+}
+
+static void h_header(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	char v[32];
+	(void)ud;
+	if (hsrv_req_header(req, "X-Cloche-Test", v, sizeof(v)) < 0)
+		hsrv_resp_error(resp, 400, NULL, "no X-Cloche-Test header");
+	else
+		hsrv_resp_text(resp, 200, "text/plain", v);
+}
+
+static void h_state(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct fixture *f = ud;
+	(void)req;
+	hsrv_resp_json(resp, 200, json_pack("{s:i, s:i, s:s}", "timer", f->timer_fired, "reads",
+					    f->fd_reads, "data", f->fd_data));
+}
+
+static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct fixture *f = ud;
+	(void)req;
+	hsrv_stop(f->srv);
+	hsrv_resp_text(resp, 200, "text/plain", "bye");
+}
+
+static void on_timer(void *ud)
+{
+	((struct fixture *)ud)->timer_fired++;
+}
+
+static int on_fd(void *ud, int fd)
+{
+	struct fixture *f = ud;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1; /* the watch ended */
+	n = read(fd, f->fd_data, sizeof(f->fd_data) - 1);
+	if (n <= 0)
+		return -1;
+	f->fd_data[n] = '\0';
+	f->fd_reads++;
+	return 0;
+}
+
+static void *loop(void *arg)
+{
+	hsrv_run(arg);
+	return NULL;
+}
+
+static void setup(void)
+{
+	struct err e = ERR_INIT;
+	int p[2];
+
+	memset(&fx, 0, sizeof(fx));
+	fx.srv = hsrv_new(&(struct hsrv_opts){.listen = "127.0.0.1", .port = 0, .max_body = 1024}, &e);
+	ck_assert_msg(fx.srv, "%s", e.msg);
+	fx.port = hsrv_port(fx.srv);
+	ck_assert_int_gt(fx.port, 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/hello", h_hello, NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/files/*", h_hello, NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "POST", "/echo", h_echo, NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, NULL, "/header", h_header, NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/state", h_state, &fx, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "POST", "/stop", h_stop, &fx, &e), 0);
+	fx.timer = hsrv_timer_new(fx.srv, on_timer, &fx);
+	hsrv_timer_arm(fx.timer, 20);
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(hsrv_watch(fx.srv, p[0], on_fd, &fx, &e), 0);
+	ck_assert_int_eq(write(p[1], "ping", 4), 4);
+	close(p[1]);
+	ck_assert_int_eq(pthread_create(&fx.thread, NULL, loop, fx.srv), 0);
+}
+
+static void teardown(void)
+{
+	struct http_resp r = {0};
+	struct err e = ERR_INIT;
+	char url[64];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/stop", fx.port);
+	/* The loop stops before it writes the answer: do not wait for it. */
+	http_request(&(struct http_req){.method = "POST", .url = url, .body = "", .timeout_ms = 300}, &r, &e);
+	http_resp_free(&r);
+	pthread_join(fx.thread, NULL);
+	hsrv_timer_free(fx.timer);
+	hsrv_free(fx.srv);
+}
+
+/* Performs one request and returns the status; body into *out. */
+static long call(const char *method, const char *path, const char *body, const char *const *hdrs,
+		 char **out)
+{
+	struct http_resp r = {0};
+	struct err e = ERR_INIT;
+	char url[256];
+	long status;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", fx.port, path);
+	ck_assert_msg(http_request(&(struct http_req){.method = method, .url = url, .headers = hdrs,
+						     .body = body, .body_len = body ? strlen(body) : 0,
+						     .timeout_ms = 5000},
+				   &r, &e) == 0,
+		      "%s", e.msg);
+	status = r.status;
+	if (out)
+		*out = strdup(r.body.data ? r.body.data : "");
+	http_resp_free(&r);
+	return status;
+}
+
+START_TEST(routes_by_method_and_path)
+{
+	static const struct {
+		const char *method, *path;
+		long status;
+		const char *needle;
+	} cases[] = {
+		{"GET", "/hello", 200, "\"path\":\"/hello\""},
+		{"GET", "/hello?a=1&b=two", 200, "\"query\":\"a=1&b=two\""},
+		{"GET", "/files/x/y.txt", 200, "\"path\":\"/files/x/y.txt\""},
+		{"GET", "/nope", 404, "\"code\":\"not_found\""},
+		{"DELETE", "/hello", 405, "\"code\":\"method_not_allowed\""},
+		{"GET", "/header", 400, "no X-Cloche-Test header"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *body = NULL;
+		long st = call(cases[i].method, cases[i].path, NULL, NULL, &body);
+		ck_assert_msg(st == cases[i].status, "%s %s: %ld", cases[i].method, cases[i].path, st);
+		ck_assert_msg(strstr(body, cases[i].needle), "%s %s: %s", cases[i].method, cases[i].path, body);
+		free(body);
+	}
+}
+END_TEST
+
+START_TEST(reads_bodies_and_headers)
+{
+	const char *hdrs[] = {"Content-Type: application/json", "X-Cloche-Test: yes-42", NULL};
+	char *body = NULL;
+
+	ck_assert_int_eq(call("POST", "/echo", "{\"a\":[1,2,3]}", hdrs, &body), 201);
+	ck_assert_ptr_nonnull(strstr(body, "\"len\":13"));
+	ck_assert_ptr_nonnull(strstr(body, "\"ctype\":\"application/json\""));
+	free(body);
+	ck_assert_int_eq(call("GET", "/header", NULL, hdrs, &body), 200);
+	ck_assert_str_eq(body, "yes-42");
+	free(body);
+}
+END_TEST
+
+START_TEST(rejects_oversized_body_and_keeps_serving)
+{
+	char big[4096];
+	char *body = NULL;
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(call("POST", "/echo", big, NULL, &body), 413);
+	ck_assert_ptr_nonnull(strstr(body, "payload_too_large"));
+	free(body);
+	ck_assert_int_eq(call("GET", "/hello", NULL, NULL, NULL), 200);
+}
+END_TEST
+
+START_TEST(runs_timers_and_watches_fds)
+{
+	char *body = NULL;
+
+	usleep(100 * 1000);
+	ck_assert_int_eq(call("GET", "/state", NULL, NULL, &body), 200);
+	ck_assert_msg(strstr(body, "\"timer\":1"), "%s", body);
+	ck_assert_msg(strstr(body, "\"reads\":1"), "%s", body);
+	ck_assert_msg(strstr(body, "\"data\":\"ping\""), "%s", body);
+	free(body);
+}
+END_TEST
+
+START_TEST(refuses_a_taken_port)
+{
+	struct err e = ERR_INIT;
+	struct hsrv *two = hsrv_new(&(struct hsrv_opts){.listen = "127.0.0.1", .port = fx.port}, &e);
+
+	ck_assert_ptr_null(two);
+	ck_assert_ptr_nonnull(strstr(e.msg, "listen on 127.0.0.1"));
+}
+END_TEST
+
+Suite *suite_http_server(void)
+{
+	Suite *s = suite_create("http_server");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, routes_by_method_and_path);
+	tcase_add_test(tc, reads_bodies_and_headers);
+	tcase_add_test(tc, rejects_oversized_body_and_keeps_serving);
+	tcase_add_test(tc, runs_timers_and_watches_fds);
+	tcase_add_test(tc, refuses_a_taken_port);
+	suite_add_tcase(s, tc);
+	return s;
+}
