@@ -10,7 +10,7 @@ VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c))
 $(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \
-		$(call pc_libs,libvncserver x11 xtst xdamage xfixes)
+		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes)
 
 BINS += $(BUILD)/bin/cloche-init $(BUILD)/bin/cloche-vnc
 

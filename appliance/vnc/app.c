@@ -1,0 +1,247 @@
+/* Module wiring and the event loop of cloche-vnc; see app.h.
+ *
+ * One iteration: drain queued X events (damage, cursor, keymap), grab the
+ * screen if a grab is due, let libvncserver read viewer input and send
+ * updates, flush X requests, then sleep in poll().  Xlib may read events
+ * into its queue during any round trip, so a non-empty queue makes the
+ * poll timeout zero rather than leaving events stranded. */
+#include "app.h"
+
+#include "capture.h"
+#include "cursor.h"
+#include "display.h"
+#include "http.h"
+#include "input.h"
+#include "net.h"
+#include "server.h"
+
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+/* Signal fd, X, RFB listener, libvncserver sockets, HTTP listener + conns. */
+#define MAX_POLL 1200
+
+struct vnc_app {
+	struct vnc_options opts;
+	struct vnc_display disp;
+	struct vnc_capture *cap;
+	struct vnc_input *in;
+	struct vnc_cursor *cur;
+	struct vnc_server *srv;
+	struct vnc_http *http;
+	int rfb_fd;
+	int sig_fd;
+	struct pollfd fds[MAX_POLL];
+};
+
+static void on_clients(void *ctx, int clients)
+{
+	struct vnc_app *app = ctx;
+
+	vnc_capture_set_active(app->cap, clients > 0, util_now_ms());
+}
+
+static void on_upgrade(void *ctx, int fd, const char *peer)
+{
+	struct vnc_app *app = ctx;
+
+	vnc_server_adopt(app->srv, fd, peer);
+}
+
+struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
+{
+	struct vnc_app *app = calloc(1, sizeof(*app));
+	sigset_t mask;
+	int http_fd;
+
+	if (!app) {
+		err_set(e, ENOMEM, "app");
+		return NULL;
+	}
+	app->opts = *o;
+	app->rfb_fd = -1;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	app->sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (app->sig_fd == -1) {
+		err_set(e, errno, "signalfd");
+		goto fail;
+	}
+	if (vnc_display_open(&app->disp, o->display, e) == -1)
+		goto fail;
+	app->cap = vnc_capture_new(&app->disp, o->frame_ms, e);
+	if (!app->cap)
+		goto fail;
+	if (!o->view_only) {
+		app->in = vnc_input_new(&app->disp, e);
+		if (!app->in)
+			goto fail;
+	}
+	app->srv = vnc_server_new(o, app->disp.width, app->disp.height,
+				  vnc_capture_framebuffer(app->cap), app->in, on_clients, app, e);
+	if (!app->srv)
+		goto fail;
+	vnc_capture_attach(app->cap, vnc_server_screen(app->srv));
+	app->cur = vnc_cursor_new(&app->disp, vnc_server_screen(app->srv), e);
+	if (!app->cur)
+		goto fail;
+	if (o->rfb_port) {
+		app->rfb_fd = vnc_net_listen(o->listen, o->rfb_port, e);
+		if (app->rfb_fd == -1) {
+			err_wrap(e, "RFB port");
+			goto fail;
+		}
+	}
+	if (o->http_port) {
+		http_fd = vnc_net_listen(o->listen, o->http_port, e);
+		if (http_fd == -1) {
+			err_wrap(e, "HTTP port");
+			goto fail;
+		}
+		app->http = vnc_http_new(http_fd, o->web_dir, on_upgrade, app, e);
+		if (!app->http)
+			goto fail;
+	}
+	XFlush(app->disp.dpy);
+	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b}", "display",
+		 o->display, "width", app->disp.width, "height", app->disp.height, "listen",
+		 o->listen, "rfb_port", o->rfb_port, "http_port", o->http_port, "web_dir",
+		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL);
+	return app;
+fail:
+	vnc_app_stop(app);
+	return NULL;
+}
+
+static void dispatch(struct vnc_app *app, XEvent *ev, uint64_t now)
+{
+	if (vnc_capture_handle_event(app->cap, ev, now))
+		return;
+	if (vnc_cursor_handle_event(app->cur, ev))
+		return;
+	if (app->in && vnc_input_handle_event(app->in, ev))
+		return;
+	/* Without input we still see MappingNotify; keep Xlib's cache fresh. */
+	if (ev->type == MappingNotify)
+		XRefreshKeyboardMapping(&ev->xmapping);
+}
+
+static void accept_rfb(struct vnc_app *app)
+{
+	for (;;) {
+		char peer[64];
+		int fd = vnc_net_accept(app->rfb_fd, peer, sizeof(peer));
+
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != ECONNABORTED)
+				log_warn("RFB accept failed", "{s:s}", "error", strerror(errno));
+			return;
+		}
+		vnc_server_adopt(app->srv, fd, peer);
+	}
+}
+
+static int min_timeout(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+int vnc_app_run(struct vnc_app *app)
+{
+	Display *dpy = app->disp.dpy;
+	struct err e = ERR_INIT;
+
+	for (;;) {
+		uint64_t now = util_now_ms();
+		size_t n = 0, rfb_at = 0, http_at, http_n = 0;
+		int timeout;
+
+		while (XPending(dpy)) {
+			XEvent ev;
+
+			XNextEvent(dpy, &ev);
+			dispatch(app, &ev, now);
+		}
+		if (app->in)
+			vnc_input_run(app->in, now);
+		if (vnc_capture_run(app->cap, now, &e) == -1) {
+			log_error("cannot go on serving this screen", "{s:s}", "error", e.msg);
+			return 1;
+		}
+		vnc_server_process(app->srv);
+		XFlush(dpy);
+
+		app->fds[n++] = (struct pollfd){.fd = app->sig_fd, .events = POLLIN};
+		/* X input itself is read by XPending() at the top of the loop. */
+		app->fds[n++] = (struct pollfd){.fd = ConnectionNumber(dpy), .events = POLLIN};
+		if (app->rfb_fd >= 0) {
+			rfb_at = n;
+			app->fds[n++] = (struct pollfd){.fd = app->rfb_fd, .events = POLLIN};
+		}
+		n += vnc_server_pollfds(app->srv, app->fds + n, MAX_POLL - n - 80);
+		http_at = n;
+		if (app->http)
+			http_n = vnc_http_pollfds(app->http, app->fds + n, MAX_POLL - n, now);
+		n += http_n;
+
+		timeout = vnc_capture_timeout_ms(app->cap, now);
+		if (app->http)
+			timeout = min_timeout(timeout, vnc_http_timeout_ms(app->http, now));
+		if (app->in)
+			timeout = min_timeout(timeout, vnc_input_timeout_ms(app->in, now));
+		if (XQLength(dpy) > 0)
+			timeout = 0;
+
+		if (poll(app->fds, n, timeout) == -1 && errno != EINTR) {
+			log_error("poll failed", "{s:s}", "error", strerror(errno));
+			return 1;
+		}
+		now = util_now_ms();
+		if (app->fds[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(app->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				log_info("stopping on signal", "{s:s}", "signal",
+					 strsignal((int)si.ssi_signo));
+				return 0;
+			}
+		}
+		if (app->rfb_fd >= 0 && (app->fds[rfb_at].revents & POLLIN))
+			accept_rfb(app);
+		if (app->http)
+			vnc_http_process(app->http, app->fds + http_at, http_n, now);
+	}
+}
+
+void vnc_app_stop(struct vnc_app *app)
+{
+	if (!app)
+		return;
+	if (app->cap)
+		vnc_capture_log_stats(app->cap);
+	vnc_http_free(app->http);
+	if (app->rfb_fd >= 0)
+		close(app->rfb_fd);
+	/* The server first: it owns the cursor and uses the framebuffer. */
+	vnc_server_free(app->srv);
+	vnc_cursor_free(app->cur);
+	vnc_input_free(app->in);
+	vnc_capture_free(app->cap);
+	vnc_display_close(&app->disp);
+	if (app->sig_fd >= 0)
+		close(app->sig_fd);
+	free(app);
+}

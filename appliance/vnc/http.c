@@ -1,0 +1,711 @@
+/* Static files and WebSocket hand-over on the web port; see http.h.
+ *
+ * A connection is in one of three states:
+ *   READ   waiting for a request (POLLIN)
+ *   WAIT   a partial request sits unread in the socket: because it was only
+ *          peeked, POLLIN would fire at once, so it is looked at again on a
+ *          short back-off timer instead of spinning
+ *   WRITE  sending the header block, then the file with sendfile()
+ * Exactly the bytes of one request are consumed before it is answered, so
+ * pipelined or keep-alive requests, WebSocket upgrades included, work. */
+#include "http.h"
+
+#include "net.h"
+
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 64
+#define MAX_REQUEST 8192
+#define MAX_HTML (1024 * 1024)
+#define REQUEST_TIMEOUT_MS 10000
+#define IDLE_TIMEOUT_MS 30000
+#define WRITE_TIMEOUT_MS 30000
+
+enum conn_state { C_READ, C_WAIT, C_WRITE };
+
+struct conn {
+	int fd;
+	enum conn_state state;
+	uint64_t deadline; /* close the connection at this time */
+	uint64_t retry_at; /* WAIT: peek again at this time */
+	unsigned retry_ms;
+	char peer[64];
+	char *out; /* header block (and small bodies) */
+	size_t out_len, out_off;
+	int file_fd; /* body from a file, or -1 */
+	off_t file_off, file_len;
+	bool keep_alive;
+};
+
+struct vnc_http {
+	int listen_fd;
+	int dir_fd;
+	vnc_http_upgrade_fn upgrade;
+	void *ctx;
+	struct conn conns[MAX_CONNS];
+	int nconns;
+	/* Which connection each pollfd entry after the listener belongs to. */
+	int slot[MAX_CONNS];
+	size_t nslots;
+};
+
+/* Defaults the "/" redirect adds to noVNC's query unless already there. */
+static const char *const redirect_defaults[] = {"autoconnect=1", "resize=scale", "reconnect=1"};
+
+/* Runs in the page before noVNC's modules: makes "scale" the resize mode
+ * of a browser that never chose one.  noVNC 1.3 has no defaults.json. */
+static const char inject_script[] =
+	"<script>/* cloche-vnc */try{if(localStorage.getItem(\"resize\")===null)"
+	"localStorage.setItem(\"resize\",\"scale\");}catch(e){}</script>";
+
+static const struct {
+	const char *ext;
+	const char *type;
+} content_types[] = {
+	{".html", "text/html; charset=utf-8"},
+	{".js", "application/javascript; charset=utf-8"},
+	{".css", "text/css; charset=utf-8"},
+	{".json", "application/json"},
+	{".svg", "image/svg+xml"},
+	{".png", "image/png"},
+	{".ico", "image/x-icon"},
+	{".jpg", "image/jpeg"},
+	{".gif", "image/gif"},
+	{".woff", "font/woff"},
+	{".woff2", "font/woff2"},
+	{".ttf", "font/ttf"},
+	{".mp3", "audio/mpeg"},
+	{".oga", "audio/ogg"},
+	{".ogg", "audio/ogg"},
+	{".wav", "audio/wav"},
+	{".txt", "text/plain; charset=utf-8"},
+	{".md", "text/plain; charset=utf-8"},
+};
+
+static const char *content_type(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+
+	if (dot && !strchr(dot, '/'))
+		for (size_t i = 0; i < ARRAY_LEN(content_types); i++)
+			if (strcasecmp(dot, content_types[i].ext) == 0)
+				return content_types[i].type;
+	return "application/octet-stream";
+}
+
+static void conn_close(struct vnc_http *h, int i)
+{
+	struct conn *c = &h->conns[i];
+
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	free(c->out);
+	h->conns[i] = h->conns[--h->nconns];
+}
+
+/* Drops the connection from the table without closing its socket (it was
+ * handed to libvncserver). */
+static void conn_forget(struct vnc_http *h, int i)
+{
+	struct conn *c = &h->conns[i];
+
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	free(c->out);
+	h->conns[i] = h->conns[--h->nconns];
+}
+
+static void reset_response(struct conn *c)
+{
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	c->file_fd = -1;
+	c->file_off = c->file_len = 0;
+}
+
+/* A request line and the few headers this server acts on; all pointers
+ * point into the caller's buffer, NUL-terminated in place. */
+struct request {
+	char *method, *target, *version;
+	const char *upgrade, *connection, *content_length, *transfer_encoding, *if_modified;
+};
+
+/* Parses the header block buf (NUL-terminated, without the final blank
+ * line).  Returns 0, or -1 for a malformed request. */
+static int parse_request(char *buf, struct request *r)
+{
+	char *line, *save = NULL, *sp1, *sp2;
+
+	memset(r, 0, sizeof(*r));
+	line = strtok_r(buf, "\r\n", &save);
+	if (!line)
+		return -1;
+	sp1 = strchr(line, ' ');
+	if (!sp1)
+		return -1;
+	sp2 = strchr(sp1 + 1, ' ');
+	if (!sp2)
+		return -1;
+	*sp1 = '\0';
+	*sp2 = '\0';
+	r->method = line;
+	r->target = sp1 + 1;
+	r->version = sp2 + 1;
+	if (strncmp(r->version, "HTTP/1.", 7) != 0)
+		return -1;
+	while ((line = strtok_r(NULL, "\r\n", &save))) {
+		char *colon = strchr(line, ':');
+		char *v;
+
+		if (!colon)
+			return -1;
+		*colon = '\0';
+		v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strcasecmp(line, "Upgrade") == 0)
+			r->upgrade = v;
+		else if (strcasecmp(line, "Connection") == 0)
+			r->connection = v;
+		else if (strcasecmp(line, "Content-Length") == 0)
+			r->content_length = v;
+		else if (strcasecmp(line, "Transfer-Encoding") == 0)
+			r->transfer_encoding = v;
+		else if (strcasecmp(line, "If-Modified-Since") == 0)
+			r->if_modified = v;
+	}
+	return 0;
+}
+
+/* Whether the comma-separated header value contains token (any case). */
+static bool has_token(const char *value, const char *token)
+{
+	size_t n = strlen(token);
+
+	for (const char *p = value; p && *p;) {
+		while (*p == ' ' || *p == ',' || *p == '\t')
+			p++;
+		if (strncasecmp(p, token, n) == 0 &&
+		    (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t' || p[n] == ';'))
+			return true;
+		p = strchr(p, ',');
+	}
+	return false;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* Turns the path part of target (before '?') into a relative path under
+ * the web directory: percent-decoded, repeated slashes collapsed, and no
+ * segment that is empty, "..", or hidden.  Returns 0, or -1 if the path
+ * is not acceptable.  out is empty for "/". */
+static int clean_path(const char *target, char *out, size_t cap)
+{
+	size_t n = 0;
+	const char *p = target;
+
+	if (*p != '/')
+		return -1;
+	while (*p && *p != '?' && *p != '#') {
+		char ch = *p++;
+
+		if (ch == '%') {
+			int hi = hexval(p[0]), lo = hi < 0 ? -1 : hexval(p[1]);
+
+			if (hi < 0 || lo < 0)
+				return -1;
+			ch = (char)(hi * 16 + lo);
+			p += 2;
+			if (ch == '\0' || ch == '\\')
+				return -1;
+		}
+		if (ch == '/') {
+			if (n == 0 || out[n - 1] == '/')
+				continue;
+		} else if (ch == '.' && (n == 0 || out[n - 1] == '/')) {
+			return -1; /* ".", "..", and hidden files */
+		}
+		if (n + 1 >= cap)
+			return -1;
+		out[n++] = ch;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+/* Sets the response to a header block announcing `length` body bytes,
+ * followed by body_len bytes of body from memory (none for HEAD, or when
+ * the body will come from a file).  Returns status, or -1 out of memory. */
+static int respond_with(struct conn *c, int status, const char *reason, const char *extra,
+			const char *type, long long length, const char *body, size_t body_len)
+{
+	char head[1024];
+	int n;
+
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\n"
+		     "Server: cloche-vnc\r\n"
+		     "Content-Type: %s\r\n"
+		     "Content-Length: %lld\r\n"
+		     "X-Content-Type-Options: nosniff\r\n"
+		     "Cache-Control: no-cache\r\n"
+		     "Connection: %s\r\n"
+		     "%s\r\n",
+		     status, reason, type, length, c->keep_alive ? "keep-alive" : "close",
+		     extra ? extra : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return -1;
+	c->out = malloc((size_t)n + body_len);
+	if (!c->out)
+		return -1;
+	memcpy(c->out, head, (size_t)n);
+	if (body_len)
+		memcpy(c->out + n, body, body_len);
+	c->out_len = (size_t)n + body_len;
+	c->out_off = 0;
+	return status;
+}
+
+/* A complete response from memory. */
+static int respond(struct conn *c, int status, const char *reason, const char *extra,
+		   const char *type, const char *body, size_t body_len, bool head_only)
+{
+	return respond_with(c, status, reason, extra, type, (long long)body_len, body,
+			    head_only ? 0 : body_len);
+}
+
+static int respond_error(struct conn *c, int status, const char *reason, bool head_only)
+{
+	char body[128];
+	int n = snprintf(body, sizeof(body), "%d %s\n", status, reason);
+
+	return respond(c, status, reason, NULL, "text/plain; charset=utf-8", body, (size_t)n,
+		       head_only);
+}
+
+/* The "/" redirect into noVNC with cloche's defaults merged into the
+ * query the browser gave, if any. */
+static int respond_redirect(struct conn *c, const char *target, bool head_only)
+{
+	const char *q = strchr(target, '?');
+	char loc[1024], hdr[1100];
+	size_t n;
+
+	n = (size_t)snprintf(loc, sizeof(loc), "vnc.html?%s", q ? q + 1 : "");
+	for (size_t i = 0; i < ARRAY_LEN(redirect_defaults) && n < sizeof(loc); i++) {
+		const char *d = redirect_defaults[i];
+		size_t keylen = (size_t)(strchr(d, '=') - d) + 1;
+		bool present = false;
+
+		for (const char *p = q ? q + 1 : NULL; p && *p; p = strchr(p, '&')) {
+			if (*p == '&')
+				p++;
+			if (strncmp(p, d, keylen) == 0) {
+				present = true;
+				break;
+			}
+		}
+		if (present)
+			continue;
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n, "%s%s",
+				      loc[n - 1] == '?' ? "" : "&", d);
+	}
+	if (n >= sizeof(loc) || strpbrk(loc, "\r\n"))
+		return respond_error(c, 414, "URI Too Long", head_only);
+	snprintf(hdr, sizeof(hdr), "Location: %s\r\n", loc);
+	return respond(c, 302, "Found", hdr, "text/plain; charset=utf-8", "", 0, head_only);
+}
+
+/* An .html page read into memory with the defaults script after <head>. */
+static int respond_html(struct conn *c, int fd, off_t size, const char *extra,
+			bool head_only)
+{
+	size_t inj = sizeof(inject_script) - 1, at = 0;
+	AUTOFREE char *page = NULL;
+	AUTOFREE char *body = NULL;
+	size_t got = 0;
+
+	if (size > MAX_HTML)
+		return -1;
+	page = malloc((size_t)size + 1);
+	body = malloc((size_t)size + inj);
+	if (!page || !body)
+		return -1;
+	while (got < (size_t)size) {
+		ssize_t r = read(fd, page + got, (size_t)size - got);
+
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	page[got] = '\0';
+	for (const char *p = page; (p = strchr(p, '<')); p++) {
+		if (strncasecmp(p, "<head>", 6) == 0) {
+			at = (size_t)(p - page) + 6;
+			break;
+		}
+	}
+	memcpy(body, page, at);
+	memcpy(body + at, inject_script, inj);
+	memcpy(body + at + inj, page + at, got - at);
+	return respond(c, 200, "OK", extra, "text/html; charset=utf-8", body, got + inj,
+		       head_only);
+}
+
+static int respond_file(struct vnc_http *h, struct conn *c, const struct request *r,
+			const char *rel, bool head_only)
+{
+	AUTOCLOSE int fd = -1;
+	struct stat st;
+	struct tm tm;
+	char mod[64], extra[128];
+	const char *type;
+
+	fd = openat(h->dir_fd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd == -1) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+			return respond_error(c, 404, "Not Found", head_only);
+		return respond_error(c, 403, "Forbidden", head_only);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		return respond_error(c, 404, "Not Found", head_only);
+	gmtime_r(&st.st_mtime, &tm);
+	strftime(mod, sizeof(mod), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	snprintf(extra, sizeof(extra), "Last-Modified: %s\r\n", mod);
+	/* Browsers echo Last-Modified back verbatim, so equality is enough. */
+	if (r->if_modified && strcmp(r->if_modified, mod) == 0)
+		return respond(c, 304, "Not Modified", extra, content_type(rel), "", 0, true);
+	type = content_type(rel);
+	if (strncmp(type, "text/html", 9) == 0) {
+		int status = respond_html(c, fd, st.st_size, extra, head_only);
+
+		return status == -1 ? respond_error(c, 500, "Internal Server Error", head_only)
+				    : status;
+	}
+	if (respond_with(c, 200, "OK", extra, type, (long long)st.st_size, NULL, 0) == -1)
+		return -1;
+	if (!head_only) {
+		c->file_fd = take_fd(&fd);
+		c->file_off = 0;
+		c->file_len = st.st_size;
+	}
+	return 200;
+}
+
+/* Builds the answer to one parsed (and consumed) request.  Returns the
+ * status, or -1 when even an error response could not be built. */
+static int answer(struct vnc_http *h, struct conn *c, const struct request *r)
+{
+	bool head_only = strcmp(r->method, "HEAD") == 0;
+	char rel[1024];
+
+	if (!head_only && strcmp(r->method, "GET") != 0) {
+		c->keep_alive = false;
+		return respond_error(c, 405, "Method Not Allowed", false);
+	}
+	if ((r->content_length && strcmp(r->content_length, "0") != 0) || r->transfer_encoding) {
+		c->keep_alive = false; /* a body we will not read */
+		return respond_error(c, 400, "Bad Request", head_only);
+	}
+	if (clean_path(r->target, rel, sizeof(rel)) == -1)
+		return respond_error(c, 404, "Not Found", head_only);
+	if (rel[0] == '\0')
+		return respond_redirect(c, r->target, head_only);
+	return respond_file(h, c, r, rel, head_only);
+}
+
+/* Sends as much of the response as the socket takes.  Returns 1 when it
+ * is complete, 0 when the socket is full, -1 on error. */
+static int send_some(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		c->out_off += (size_t)n;
+	}
+	while (c->file_fd >= 0 && c->file_off < c->file_len) {
+		ssize_t n = sendfile(c->fd, c->file_fd, &c->file_off,
+				     (size_t)(c->file_len - c->file_off));
+
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		if (n == 0)
+			return -1; /* the file shrank under us */
+	}
+	return 1;
+}
+
+/* Continues a response.  Returns false when the connection was closed. */
+static bool conn_write(struct vnc_http *h, int i, uint64_t now)
+{
+	struct conn *c = &h->conns[i];
+	int r = send_some(c);
+
+	if (r == 0) {
+		c->deadline = now + WRITE_TIMEOUT_MS;
+		return true;
+	}
+	if (r == -1 || !c->keep_alive) {
+		if (r == 1)
+			shutdown(c->fd, SHUT_WR);
+		conn_close(h, i);
+		return false;
+	}
+	reset_response(c);
+	c->state = C_READ;
+	c->deadline = now + IDLE_TIMEOUT_MS;
+	return true;
+}
+
+/* Looks at the next request without consuming it.  Returns false when the
+ * connection left the table (closed or handed over). */
+static bool conn_read(struct vnc_http *h, int i, uint64_t now)
+{
+	struct conn *c = &h->conns[i];
+	char buf[MAX_REQUEST + 1];
+	struct request r;
+	char *end;
+	ssize_t n;
+	size_t head_len;
+	int status;
+
+	do
+		n = recv(c->fd, buf, MAX_REQUEST, MSG_PEEK);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && errno == EAGAIN) {
+		c->state = C_READ;
+		return true;
+	}
+	if (n <= 0) {
+		conn_close(h, i);
+		return false;
+	}
+	buf[n] = '\0';
+	end = strstr(buf, "\r\n\r\n");
+	if (!end) {
+		if (n == MAX_REQUEST || memchr(buf, '\0', (size_t)n)) {
+			c->keep_alive = false;
+			respond_error(c, 431, "Request Header Fields Too Large", false);
+			goto send;
+		}
+		/* Partial request: look again shortly rather than spin on POLLIN. */
+		if (c->state != C_WAIT) {
+			c->state = C_WAIT;
+			c->retry_ms = 5;
+			c->deadline = now + REQUEST_TIMEOUT_MS;
+		} else if (c->retry_ms < 200) {
+			c->retry_ms *= 2;
+		}
+		c->retry_at = now + c->retry_ms;
+		return true;
+	}
+	head_len = (size_t)(end - buf) + 4;
+	end[2] = '\0';
+	if (parse_request(buf, &r) == -1) {
+		c->keep_alive = false;
+		respond_error(c, 400, "Bad Request", false);
+		goto consume;
+	}
+	if (strcmp(r.method, "GET") == 0 && r.upgrade && has_token(r.upgrade, "websocket")) {
+		int fd = c->fd;
+		char peer[64];
+
+		log_debug("websocket upgrade", "{s:s, s:s}", "addr", c->peer, "path", r.target);
+		memcpy(peer, c->peer, sizeof(peer));
+		conn_forget(h, i);
+		h->upgrade(h->ctx, fd, peer);
+		return false;
+	}
+	c->keep_alive = strcmp(r.version, "HTTP/1.1") == 0 &&
+			!(r.connection && has_token(r.connection, "close"));
+	status = answer(h, c, &r);
+	if (status == -1) {
+		conn_close(h, i);
+		return false;
+	}
+	log_debug("http request", "{s:s, s:s, s:s, s:i}", "addr", c->peer, "method", r.method,
+		  "path", r.target, "status", status);
+consume:
+	/* Take exactly this request off the socket; the peek saw it all. */
+	for (size_t got = 0; got < head_len;) {
+		ssize_t m = recv(c->fd, buf, head_len - got, 0);
+
+		if (m == -1 && errno == EINTR)
+			continue;
+		if (m <= 0) {
+			conn_close(h, i);
+			return false;
+		}
+		got += (size_t)m;
+	}
+send:
+	c->state = C_WRITE;
+	return conn_write(h, i, now);
+}
+
+static void accept_all(struct vnc_http *h, uint64_t now)
+{
+	for (;;) {
+		char peer[64];
+		int fd = vnc_net_accept(h->listen_fd, peer, sizeof(peer));
+		struct conn *c;
+
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != ECONNABORTED)
+				log_warn("http accept failed", "{s:s}", "error", strerror(errno));
+			return;
+		}
+		if (h->nconns == MAX_CONNS) {
+			log_warn("too many http connections; refusing one", "{s:s}", "addr", peer);
+			close(fd);
+			continue;
+		}
+		c = &h->conns[h->nconns++];
+		*c = (struct conn){.fd = fd, .state = C_READ, .file_fd = -1,
+				   .deadline = now + REQUEST_TIMEOUT_MS};
+		memcpy(c->peer, peer, sizeof(c->peer));
+	}
+}
+
+struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir, vnc_http_upgrade_fn upgrade,
+			      void *ctx, struct err *e)
+{
+	struct vnc_http *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		close(listen_fd);
+		err_set(e, ENOMEM, "http");
+		return NULL;
+	}
+	h->listen_fd = listen_fd;
+	h->upgrade = upgrade;
+	h->ctx = ctx;
+	h->dir_fd = open(web_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (h->dir_fd == -1) {
+		err_set(e, errno, "open web directory `%s`", web_dir);
+		vnc_http_free(h);
+		return NULL;
+	}
+	if (faccessat(h->dir_fd, "vnc.html", R_OK, 0) == -1)
+		log_warn("web directory has no vnc.html", "{s:s}", "dir", web_dir);
+	return h;
+}
+
+size_t vnc_http_pollfds(struct vnc_http *h, struct pollfd *fds, size_t cap, uint64_t now_ms)
+{
+	size_t n = 0;
+
+	(void)now_ms;
+	h->nslots = 0;
+	if (cap == 0)
+		return 0;
+	fds[n++] = (struct pollfd){.fd = h->listen_fd, .events = POLLIN};
+	for (int i = 0; i < h->nconns && n < cap; i++) {
+		struct conn *c = &h->conns[i];
+
+		if (c->state == C_WAIT)
+			continue;
+		fds[n++] = (struct pollfd){.fd = c->fd,
+					   .events = c->state == C_WRITE ? POLLOUT : POLLIN};
+		h->slot[h->nslots++] = i;
+	}
+	return n;
+}
+
+int vnc_http_timeout_ms(const struct vnc_http *h, uint64_t now_ms)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (int i = 0; i < h->nconns; i++) {
+		const struct conn *c = &h->conns[i];
+
+		if (c->deadline < next)
+			next = c->deadline;
+		if (c->state == C_WAIT && c->retry_at < next)
+			next = c->retry_at;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now_ms ? 0 : (int)(next - now_ms);
+}
+
+void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, uint64_t now_ms)
+{
+	bool ready[MAX_CONNS] = {false};
+	bool accept_ready = n > 0 && (fds[0].revents & POLLIN);
+
+	/* Collect first: handling one connection reorders the table. */
+	for (size_t k = 1; k < n && k - 1 < h->nslots; k++)
+		if (fds[k].revents)
+			ready[h->slot[k - 1]] = true;
+	/* Walk backwards so a removal (last moved into i) never skips one. */
+	for (int i = h->nconns - 1; i >= 0; i--) {
+		struct conn *c = &h->conns[i];
+		bool due = c->state == C_WAIT && now_ms >= c->retry_at;
+
+		if (!ready[i] && !due) {
+			if (now_ms >= c->deadline) {
+				log_debug("http connection timed out", "{s:s}", "addr", c->peer);
+				conn_close(h, i);
+			}
+			continue;
+		}
+		if (c->state == C_WRITE)
+			conn_write(h, i, now_ms);
+		else
+			conn_read(h, i, now_ms);
+	}
+	h->nslots = 0;
+	if (accept_ready)
+		accept_all(h, now_ms);
+}
+
+void vnc_http_free(struct vnc_http *h)
+{
+	if (!h)
+		return;
+	while (h->nconns > 0)
+		conn_close(h, h->nconns - 1);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	if (h->dir_fd >= 0)
+		close(h->dir_fd);
+	free(h);
+}

@@ -1,0 +1,53 @@
+/* The web port: noVNC's static files and its WebSocket on one listener.
+ *
+ * libvncserver's own httpd serves one connection at a time, knows few
+ * content types and cannot pass a WebSocket upgrade to the RFB side, so
+ * this small HTTP/1.1 server replaces it.  Each request is read with
+ * MSG_PEEK first; a WebSocket upgrade is handed over with its bytes still
+ * unread, so libvncserver sees the handshake exactly as if the client had
+ * connected to the RFB port.  Everything else is consumed and answered:
+ *
+ *   GET /            302 to vnc.html?autoconnect=1&resize=scale&reconnect=1
+ *   GET /<file>      the file under the web directory (GET and HEAD only);
+ *                    .html pages get a one-line script that makes "scale"
+ *                    the default resize mode of noVNC (still changeable)
+ *
+ * Requests are bounded (8 KiB of headers, no bodies), connections are
+ * non-blocking and time out, files go out with sendfile(). */
+#ifndef CLOCHE_VNC_HTTP_H
+#define CLOCHE_VNC_HTTP_H
+
+#include "common/err.h"
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vnc_http;
+
+/* Receives a connection whose next request is a WebSocket upgrade; fd is
+ * the callee's from then on. */
+typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer);
+
+/* Serves web_dir on the listening socket listen_fd (ownership passes to the
+ * server).  Returns the handle or NULL with e set (listen_fd is then
+ * closed). */
+struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir, vnc_http_upgrade_fn upgrade,
+			      void *ctx, struct err *e);
+
+/* Fills up to cap pollfd entries for the listener and the connections and
+ * returns how many; vnc_http_process() must get the same array back. */
+size_t vnc_http_pollfds(struct vnc_http *h, struct pollfd *fds, size_t cap, uint64_t now_ms);
+
+/* Milliseconds until a connection times out or a partial request should be
+ * looked at again; -1 when there is nothing to wait for. */
+int vnc_http_timeout_ms(const struct vnc_http *h, uint64_t now_ms);
+
+/* Handles the poll results for the entries vnc_http_pollfds() filled, plus
+ * any timers that are due. */
+void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, uint64_t now_ms);
+
+/* Closes the listener and every connection. */
+void vnc_http_free(struct vnc_http *h);
+
+#endif

@@ -1,0 +1,319 @@
+/* libvncserver glue; see server.h.
+ *
+ * libvncserver runs single-threaded here: the main loop polls its sockets
+ * together with the X connection and calls rfbProcessEvents() with a zero
+ * timeout, so no libvncserver thread or timer ever wakes the process while
+ * nothing happens.  Its own log output is routed into the JSON logger. */
+#include "server.h"
+
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct vnc_client {
+	unsigned long id;
+	uint64_t since_ms;
+	char peer[64];
+};
+
+struct vnc_server {
+	rfbScreenInfoPtr screen;
+	struct vnc_input *in;
+	bool view_only;
+	char *passwords[2]; /* NULL-terminated list for rfbCheckPasswordByList */
+	vnc_server_clients_fn on_clients;
+	void *ctx;
+	int clients;
+	unsigned long next_id;
+	const char *adopt_peer; /* peer of the socket being adopted right now */
+};
+
+/* libvncserver's messages are chatty and line-oriented; strip the newline
+ * and keep them as debug lines (rfbLog) or warnings (rfbErr). */
+static void rfb_vlog(enum log_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n > 0)
+		log_emit(level, "libvncserver", "{s:s}", "detail", line);
+}
+
+static void rfb_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rfb_vlog(LOG_DEBUG, fmt, ap);
+	va_end(ap);
+}
+
+/* A viewer closing its connection is reported by libvncserver as an error
+ * ("read: Connection reset by peer"); that is routine, not a warning. */
+static bool routine_disconnect(const char *fmt, va_list ap)
+{
+	char line[512];
+	va_list copy;
+
+	va_copy(copy, ap);
+	vsnprintf(line, sizeof(line), fmt, copy);
+	va_end(copy);
+	return strstr(line, "Connection reset by peer") || strstr(line, "Broken pipe") ||
+	       strstr(line, "client gone");
+}
+
+static void rfb_err(const char *fmt, ...)
+{
+	va_list ap;
+	bool routine;
+
+	va_start(ap, fmt);
+	routine = routine_disconnect(fmt, ap);
+	va_end(ap);
+	va_start(ap, fmt);
+	rfb_vlog(routine ? LOG_DEBUG : LOG_WARN, fmt, ap);
+	va_end(ap);
+}
+
+static void on_key(rfbBool down, rfbKeySym ks, rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	if (s->in && !s->view_only)
+		vnc_input_key(s->in, down != 0, (uint32_t)ks);
+}
+
+static void on_pointer(int mask, int x, int y, rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	if (s->in && !s->view_only)
+		vnc_input_pointer(s->in, mask, x, y);
+	/* Keeps the position libvncserver paints the cursor at for viewers
+	 * that cannot draw it themselves. */
+	rfbDefaultPtrAddEvent(mask, x, y, cl);
+}
+
+static void on_client_gone(rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+	struct vnc_client *c = cl->clientData;
+
+#ifdef LIBVNCSERVER_WITH_WEBSOCKETS
+	/* libvncserver (0.9.14 and later) never frees the WebSocket state it
+	 * allocated in one piece during the handshake: 45 KB per noVNC visit.
+	 * Nothing reads it once the client is gone. */
+	free(cl->wsctx);
+	cl->wsctx = NULL;
+#endif
+	if (!c)
+		return;
+	log_info("client disconnected", "{s:s, s:I, s:I}", "addr", c->peer, "client",
+		 (json_int_t)c->id, "duration_ms", (json_int_t)(util_now_ms() - c->since_ms));
+	free(c);
+	cl->clientData = NULL;
+	s->clients--;
+	if (s->clients == 0 && s->in)
+		vnc_input_release_all(s->in); /* no stuck keys when a viewer drops */
+	if (s->on_clients)
+		s->on_clients(s->ctx, s->clients);
+}
+
+static enum rfbNewClientAction on_new_client(rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+	struct vnc_client *c = calloc(1, sizeof(*c));
+	const char *transport = "rfb";
+
+	if (!c) {
+		log_error("out of memory for a new client", NULL);
+		return RFB_CLIENT_REFUSE;
+	}
+#ifdef LIBVNCSERVER_WITH_WEBSOCKETS
+	if (cl->wsctx)
+		transport = "websocket";
+#endif
+	c->id = ++s->next_id;
+	c->since_ms = util_now_ms();
+	if (s->adopt_peer)
+		snprintf(c->peer, sizeof(c->peer), "%s", s->adopt_peer);
+	else
+		snprintf(c->peer, sizeof(c->peer), "%s", cl->host ? cl->host : "unknown");
+	cl->clientData = c;
+	cl->clientGoneHook = on_client_gone;
+	if (s->view_only)
+		cl->viewOnly = TRUE;
+	s->clients++;
+	log_info("client connected", "{s:s, s:I, s:s, s:b, s:i}", "addr", c->peer, "client",
+		 (json_int_t)c->id, "transport", transport, "view_only",
+		 s->view_only, "clients", s->clients);
+	if (s->on_clients)
+		s->on_clients(s->ctx, s->clients);
+	return RFB_CLIENT_ACCEPT;
+}
+
+/* Reads the first line of path as the VNC password into a new string. */
+static char *read_password(const char *path, struct err *e)
+{
+	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[256];
+	ssize_t n;
+	size_t len;
+	char *pw;
+
+	if (fd == -1) {
+		err_set(e, errno, "open password file `%s`", path);
+		return NULL;
+	}
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		err_set(e, errno, "read password file `%s`", path);
+		return NULL;
+	}
+	buf[n] = '\0';
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	if (len == 0) {
+		err_set(e, 0, "password file `%s` has an empty first line", path);
+		return NULL;
+	}
+	if (len > 8)
+		log_warn("VNC authentication uses only the first 8 bytes of the password",
+			 "{s:s}", "file", path);
+	pw = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	if (!pw)
+		err_set(e, ENOMEM, "password");
+	return pw;
+}
+
+struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int height, char *fb,
+				  struct vnc_input *in, vnc_server_clients_fn on_clients,
+				  void *ctx, struct err *e)
+{
+	struct vnc_server *s = calloc(1, sizeof(*s));
+	rfbScreenInfoPtr sc;
+
+	if (!s) {
+		err_set(e, ENOMEM, "server");
+		return NULL;
+	}
+	s->in = in;
+	s->view_only = o->view_only;
+	s->on_clients = on_clients;
+	s->ctx = ctx;
+	if (o->password_file) {
+		s->passwords[0] = read_password(o->password_file, e);
+		if (!s->passwords[0]) {
+			free(s);
+			return NULL;
+		}
+	}
+	rfbLog = rfb_log;
+	rfbErr = rfb_err;
+	sc = rfbGetScreen(NULL, NULL, width, height, 8, 3, 4);
+	if (!sc) {
+		vnc_server_free(s);
+		err_set(e, 0, "libvncserver could not create a %dx%d screen", width, height);
+		return NULL;
+	}
+	s->screen = sc;
+	sc->screenData = s;
+	sc->frameBuffer = fb;
+	sc->desktopName = o->name;
+	/* Xvfb's 24-bit visual: 0x00RRGGBB in a little-endian 32-bit word. */
+	sc->serverFormat.bitsPerPixel = 32;
+	sc->serverFormat.depth = 24;
+	sc->serverFormat.trueColour = TRUE;
+	sc->serverFormat.bigEndian = FALSE;
+	sc->serverFormat.redMax = 255;
+	sc->serverFormat.greenMax = 255;
+	sc->serverFormat.blueMax = 255;
+	sc->serverFormat.redShift = 16;
+	sc->serverFormat.greenShift = 8;
+	sc->serverFormat.blueShift = 0;
+	sc->alwaysShared = TRUE;
+	sc->neverShared = FALSE;
+	/* Our listeners, not libvncserver's (see server.h). */
+	sc->port = 0;
+	sc->ipv6port = 0;
+	sc->httpDir = NULL;
+	sc->autoPort = FALSE;
+	/* The capture already coalesces; no extra latency, and no timers that
+	 * would need the loop to wake up. */
+	sc->deferUpdateTime = 0;
+	sc->deferPtrUpdateTime = 0;
+	sc->handleEventsEagerly = FALSE;
+	sc->newClientHook = on_new_client;
+	sc->kbdAddEvent = on_key;
+	sc->ptrAddEvent = on_pointer;
+	sc->cursor = NULL;
+	if (s->passwords[0]) {
+		sc->authPasswdData = s->passwords;
+		sc->passwordCheck = rfbCheckPasswordByList;
+	}
+	rfbInitServer(sc);
+	return s;
+}
+
+rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s)
+{
+	return s->screen;
+}
+
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer)
+{
+	log_debug("connection handed to libvncserver", "{s:s}", "addr", peer);
+	s->adopt_peer = peer;
+	rfbNewClientConnection(s->screen, fd);
+	s->adopt_peer = NULL;
+}
+
+size_t vnc_server_pollfds(struct vnc_server *s, struct pollfd *fds, size_t cap)
+{
+	size_t n = 0;
+
+	for (int fd = 0; fd <= s->screen->maxFd && n < cap; fd++) {
+		if (FD_ISSET(fd, &s->screen->allFds))
+			fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+	}
+	return n;
+}
+
+void vnc_server_process(struct vnc_server *s)
+{
+	rfbProcessEvents(s->screen, 0);
+}
+
+int vnc_server_clients(const struct vnc_server *s)
+{
+	return s->clients;
+}
+
+void vnc_server_free(struct vnc_server *s)
+{
+	if (!s)
+		return;
+	if (s->screen) {
+		rfbShutdownServer(s->screen, TRUE);
+		rfbScreenCleanup(s->screen);
+	}
+	if (s->passwords[0]) {
+		explicit_bzero(s->passwords[0], strlen(s->passwords[0]));
+		free(s->passwords[0]);
+	}
+	free(s);
+}

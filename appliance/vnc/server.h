@@ -1,0 +1,56 @@
+/* The RFB side: libvncserver's screen, its client hooks, VNC password,
+ * and the bridge from libvncserver's callbacks to the input module.
+ *
+ * libvncserver does not listen on any port here (screen->port is 0): the
+ * listeners are ours (net.c, http.c) and hand accepted sockets over with
+ * vnc_server_adopt(), which is how one port can serve both the noVNC files
+ * and its WebSocket. */
+#ifndef CLOCHE_VNC_SERVER_H
+#define CLOCHE_VNC_SERVER_H
+
+#include "input.h"
+#include "options.h"
+
+#include "common/err.h"
+
+#include <poll.h>
+#include <rfb/rfb.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct vnc_server;
+
+/* Called whenever the number of connected viewers changes. */
+typedef void (*vnc_server_clients_fn)(void *ctx, int clients);
+
+/* Creates the screen for a width x height 32-bit framebuffer fb (owned by
+ * the caller, must outlive the server), reading the password file if one
+ * is configured.  in may be NULL when input is disabled.  Returns the
+ * handle or NULL with e set. */
+struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int height, char *fb,
+				  struct vnc_input *in, vnc_server_clients_fn on_clients,
+				  void *ctx, struct err *e);
+
+/* The libvncserver screen (for capture and cursor). */
+rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s);
+
+/* Hands an accepted socket to libvncserver, which takes ownership: it
+ * detects a WebSocket handshake on its own and otherwise speaks RFB.
+ * peer is the client's address for the logs. */
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer);
+
+/* Appends a POLLIN entry for every socket libvncserver watches to fds
+ * (capacity cap).  Returns the number appended. */
+size_t vnc_server_pollfds(struct vnc_server *s, struct pollfd *fds, size_t cap);
+
+/* Reads whatever the viewers sent and sends pending updates; never blocks
+ * waiting for input. */
+void vnc_server_process(struct vnc_server *s);
+
+/* Number of viewers connected now. */
+int vnc_server_clients(const struct vnc_server *s);
+
+/* Disconnects every viewer and frees the screen. */
+void vnc_server_free(struct vnc_server *s);
+
+#endif

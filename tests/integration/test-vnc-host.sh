@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# Integration test of cloche-vnc on the host (no sandbox): a private Xvfb
+# with Chromium showing a test page, cloche-vnc on free ports, and real
+# clients (Debian's vncsnapshot, our libvncclient-based vnc-client, noVNC
+# in headless Chromium) checking frames, input, the web port, idle CPU,
+# authentication, view-only mode and shutdown.
+#
+# Run from the repository root after `make`: BUILD=build (default) selects
+# the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
+# non-zero if any check failed.  Every process it starts is stopped on exit.
+set -u -o pipefail
+
+BUILD=${BUILD:-build}
+VNC=$BUILD/bin/cloche-vnc
+CLIENT=$BUILD/tests/tools/vnc-client
+WIDTH=1280
+HEIGHT=800
+FAILED=0
+PIDS=()   # processes to stop, newest last
+PGIDS=()  # process groups (Chromium and its helpers)
+
+ok() { echo "ok - $1"; }
+not_ok() {
+	echo "not ok - $1"
+	[ $# -gt 1 ] && echo "#   $2"
+	FAILED=1
+}
+check() { # check NAME COMMAND...: ok if the command succeeds
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+WORK=$(mktemp -d /tmp/test-vnc-host.XXXXXX)
+
+cleanup() {
+	local pid i
+	for ((i = ${#PGIDS[@]} - 1; i >= 0; i--)); do
+		kill -TERM -- "-${PGIDS[i]}" 2>/dev/null
+	done
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+		kill -TERM "${PIDS[i]}" 2>/dev/null
+	done
+	for i in $(seq 30); do
+		local alive=0
+		for pid in "${PIDS[@]}" "${PGIDS[@]}"; do
+			kill -0 "$pid" 2>/dev/null && alive=1
+		done
+		[ $alive = 0 ] && break
+		sleep 0.1
+	done
+	for pid in "${PGIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ "$FAILED" != 0 ] && [ -f "$WORK/vnc.log" ]; then
+		echo "# last lines of the cloche-vnc log:"
+		grep -v '"level":"debug"' "$WORK/vnc.log" | tail -15 | sed 's/^/#   /'
+	fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# wait_for SECONDS COMMAND...: polls the command every 0.1 s.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_ports BASE: the first N in BASE..BASE+99 with N and N+180 both free
+# (so RFB lands in 159xx and HTTP in 160xx/161xx).
+free_ports() {
+	local p
+	for p in $(seq "$1" $(($1 + 99))); do
+		if port_free "$p" && port_free $((p + 180)); then
+			echo "$p $((p + 180))"
+			return 0
+		fi
+	done
+	return 1
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+log_has() { grep -q -- "$1" "$WORK/vnc.log"; }
+
+# The real Debian viewer, and a decoder for its JPEG: prints the number of
+# distinct colours (capped at 50) and the RGB of pixel (x, y).
+snapshot_info() { # snapshot_info FILE X Y
+	djpeg -pnm "$1" >"$WORK/snap.ppm" || return 1
+	local colours px
+	colours=$(tail -c $((WIDTH * HEIGHT * 3)) "$WORK/snap.ppm" | od -An -v -tu1 -w3 |
+		awk '!seen[$0]++ { n++ } n >= 50 { exit } END { print n + 0 }')
+	px=$(tail -c $((WIDTH * HEIGHT * 3)) "$WORK/snap.ppm" |
+		od -An -tu1 -j $((($3 * WIDTH + $2) * 3)) -N3 | xargs)
+	echo "$colours $px"
+}
+
+json_field() { # json_field JSON NAME: a number/boolean field of a flat JSON line
+	sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" <<<"$1"
+}
+
+# ---------------------------------------------------------------- set-up
+for tool in Xvfb chromium vncsnapshot xdotool djpeg curl; do
+	if ! command -v "$tool" >/dev/null; then
+		not_ok "prerequisites" "$tool is not installed"
+		exit 1
+	fi
+done
+if [ ! -x "$VNC" ] || [ ! -x "$CLIENT" ]; then
+	not_ok "prerequisites" "build $VNC and $CLIENT first (make)"
+	exit 1
+fi
+
+"$VNC" --bogus-flag >/dev/null 2>&1
+check "a bad flag exits 2" test $? = 2
+"$VNC" --help | grep -q -- "--password-file"
+check "--help describes the flags" test $? = 0
+
+DISP=
+for n in $(seq 90 199); do
+	if [ ! -e "/tmp/.X11-unix/X$n" ] && [ ! -e "/tmp/.X$n-lock" ]; then
+		DISP=:$n
+		break
+	fi
+done
+[ -n "$DISP" ] || { not_ok "free X display"; exit 1; }
+Xvfb "$DISP" -screen 0 ${WIDTH}x${HEIGHT}x24 -nolisten tcp -noreset >"$WORK/xvfb.log" 2>&1 &
+XVFB_PID=$!
+PIDS+=("$XVFB_PID")
+if ! wait_for 15 xdpyinfo -display "$DISP" >/dev/null 2>&1; then
+	not_ok "Xvfb starts on $DISP" "$(tail -3 "$WORK/xvfb.log")"
+	exit 1
+fi
+export DISPLAY=$DISP
+
+read -r RFB HTTP < <(free_ports 15900) || { not_ok "free ports"; exit 1; }
+"$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB" --http-port "$HTTP" \
+	--log-level debug 2>"$WORK/vnc.log" &
+VNC_PID=$!
+PIDS+=("$VNC_PID")
+if wait_for 15 log_has '"msg":"cloche-vnc started"'; then
+	ok "cloche-vnc starts on $DISP, RFB $RFB, HTTP $HTTP"
+else
+	not_ok "cloche-vnc starts" "$(tail -3 "$WORK/vnc.log")"
+	exit 1
+fi
+
+# The test page: a blue background (probed for colour order), a text field
+# whose value goes to the window title, so typing can be read back exactly.
+cat >"$WORK/page.html" <<'EOF'
+<html><head><title>T:</title></head>
+<body style="background:#3060a0;color:#fff;font:32px sans-serif;margin:40px">
+<h1>cloche-vnc test</h1>
+<input id=i style="font:32px monospace;width:900px"
+ oninput="document.title='T:'+this.value;document.getElementById('o').textContent=this.value">
+<div id=o style="font:48px sans-serif;margin-top:30px"></div></body></html>
+EOF
+PAGE="data:text/html;base64,$(base64 -w0 "$WORK/page.html")"
+CHROME_FLAGS=(--no-sandbox --disable-gpu --test-type --no-first-run
+	--disable-background-networking --disable-component-update --disable-sync
+	--disable-dev-shm-usage --password-store=basic)
+setsid chromium "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile" \
+	--window-size=$WIDTH,$HEIGHT --window-position=0,0 "$PAGE" >"$WORK/chromium.log" 2>&1 &
+PGIDS+=($!)
+
+find_window() { WID=$(xdotool search --name '^T:' 2>/dev/null | head -1) && [ -n "$WID" ]; }
+if ! wait_for 60 find_window; then
+	not_ok "Chromium shows the test page"
+	exit 1
+fi
+# Painted when the background colour appears where the page is.
+painted() {
+	"$CLIENT" --port "$RFB" --stats --probe 1200,700 --timeout 10 2>/dev/null |
+		grep -q '"probe":\[48,96,160\]'
+}
+if wait_for 60 painted; then
+	ok "Chromium shows the test page"
+else
+	not_ok "Chromium shows the test page"
+	exit 1
+fi
+sleep 2 # let the page settle (fonts, first paints)
+
+# ---------------------------------------------------------------- idle CPU
+idle_check() { # idle_check NAME: cloche-vnc CPU over 5 s below 5% of a core
+	local hz t0 t1 pct
+	hz=$(getconf CLK_TCK)
+	t0=$(cpu_ticks "$VNC_PID")
+	sleep 5
+	t1=$(cpu_ticks "$VNC_PID")
+	pct=$(((t1 - t0) * 100 * 100 / (hz * 5)))
+	if [ $pct -lt 500 ]; then
+		ok "$1 ($((pct / 100)).$(printf %02d $((pct % 100)))% of a core)"
+	else
+		not_ok "$1" "cloche-vnc used $((t1 - t0)) ticks in 5 s"
+	fi
+}
+idle_check "idle CPU with no viewer is near 0"
+"$CLIENT" --port "$RFB" --hold 8 >/dev/null 2>&1 &
+HOLD_PID=$!
+PIDS+=("$HOLD_PID")
+sleep 2
+idle_check "idle CPU with a viewer connected is near 0"
+wait "$HOLD_PID" 2>/dev/null
+
+# ---------------------------------------------------------------- frames
+if timeout 30 vncsnapshot -quiet "127.0.0.1::$RFB" "$WORK/snap.jpg" >/dev/null 2>&1 &&
+	info=$(snapshot_info "$WORK/snap.jpg" 1200 700); then
+	read -r colours r g b <<<"$info"
+	check "vncsnapshot gets a frame that is not uniform ($colours+ colours)" test "$colours" -gt 10
+	# JPEG is lossy: allow a few levels around #3060a0.
+	if [ $((r - 48)) -ge -6 ] && [ $((r - 48)) -le 6 ] && [ $((b - 160)) -ge -6 ] &&
+		[ $((b - 160)) -le 6 ] && [ $((g - 96)) -ge -6 ] && [ $((g - 96)) -le 6 ]; then
+		ok "vncsnapshot sees the right colours (no red/blue swap)"
+	else
+		not_ok "vncsnapshot sees the right colours" "pixel is $r,$g,$b, want 48,96,160"
+	fi
+else
+	not_ok "vncsnapshot gets a frame"
+fi
+
+stats=$("$CLIENT" --port "$RFB" --stats --probe 1200,700 --snapshot "$WORK/frame.png")
+check "vnc-client gets a full frame that is not uniform" \
+	test "$(json_field "$stats" uniform)" = false -a "$(json_field "$stats" colors)" -gt 10
+check "vnc-client sees the page background exactly" grep -q '"probe":\[48,96,160\]' <<<"$stats"
+check "vnc-client writes a PNG" test "$(head -c 4 "$WORK/frame.png" | tail -c 3)" = PNG
+
+# ---------------------------------------------------------------- web port
+hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP/")
+check "GET / redirects to noVNC with autoconnect and scaling" \
+	grep -qi '^Location: vnc.html?autoconnect=1&resize=scale' <<<"$hdrs"
+page=$(curl -s -D - "http://127.0.0.1:$HTTP/vnc.html")
+check "GET /vnc.html serves noVNC with cloche's defaults" \
+	bash -c 'grep -q "^HTTP/1.1 200" <<<"$1" && grep -qi "^Content-Type: text/html" <<<"$1" &&
+		grep -q "cloche-vnc" <<<"$1" && grep -q "noVNC" <<<"$1"' _ "$page"
+js=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP/core/rfb.js")
+check "JavaScript modules are served as application/javascript" \
+	grep -qi '^Content-Type: application/javascript' <<<"$js"
+code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HTTP/../../etc/passwd")
+check "paths outside the web directory are refused" test "$code" = 404
+
+# noVNC itself, in a browser, over the web port's WebSocket.
+timeout 60 chromium --headless "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile-headless" \
+	--window-size=1280,900 --virtual-time-budget=8000 --screenshot="$WORK/novnc.png" \
+	"http://127.0.0.1:$HTTP/" >"$WORK/headless.log" 2>&1 &
+HEADLESS_PID=$!
+PIDS+=("$HEADLESS_PID")
+if wait_for 60 log_has '"transport":"websocket"'; then
+	ok "noVNC in Chromium connects through the web port's WebSocket"
+else
+	not_ok "noVNC in Chromium connects through the web port's WebSocket"
+fi
+wait "$HEADLESS_PID" 2>/dev/null
+
+# ---------------------------------------------------------------- input
+"$CLIENT" --port "$RFB" --move 640,400 >/dev/null
+loc=$(xdotool getmouselocation)
+check "pointer motion moves the X pointer ($loc)" grep -q '^x:640 y:400 ' <<<"$loc"
+
+title() { xdotool getwindowname "$WID" | sed 's/^T://; s/ - Chromium$//'; }
+typed() { [ "$(title)" = "$1" ]; }
+TEXT='Hello, World! é€ü ÀÇ 日本語 ~@#$%^&*()_+{}|:"<>?'
+stats=$("$CLIENT" --port "$RFB" --click 500,265 --type "$TEXT" --stats --after 800)
+if wait_for 10 typed "$TEXT"; then
+	ok "click and typing arrive exactly, shifted and non-ASCII characters included"
+else
+	not_ok "click and typing arrive exactly" "got '$(title)', want '$TEXT'"
+fi
+changed=$(json_field "$stats" changed_pixels)
+check "the viewer sees the frame change after input ($changed pixels)" test "${changed:-0}" -gt 100
+
+"$CLIENT" --port "$RFB" --key ctrl+a --key BackSpace --type-raw 'Raw!A' >/dev/null
+if wait_for 10 typed 'Raw!A'; then
+	ok "bare shifted keysyms (no Shift from the viewer) type the right characters"
+else
+	not_ok "bare shifted keysyms type the right characters" "got '$(title)'"
+fi
+"$CLIENT" --port "$RFB" --key ctrl+a --key BackSpace --type abcd --key shift+Left \
+	--key shift+Left --type Z >/dev/null
+if wait_for 10 typed 'abZ'; then
+	ok "Shift with function keys is kept (shift+Left selects)"
+else
+	not_ok "Shift with function keys is kept" "got '$(title)'"
+fi
+
+# ---------------------------------------------------------------- auth, view-only
+read -r RFB2 _ < <(free_ports $((RFB + 1))) || { not_ok "free ports"; exit 1; }
+printf 'secret12\n' >"$WORK/password"
+printf 'wrong\n' >"$WORK/wrong"
+"$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB2" --http-port 0 \
+	--password-file "$WORK/password" --view-only 2>"$WORK/vnc2.log" &
+VNC2_PID=$!
+PIDS+=("$VNC2_PID")
+if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc2.log"; then
+	"$CLIENT" --port "$RFB2" --password-file "$WORK/wrong" --timeout 5 >/dev/null 2>&1
+	check "--password-file: a wrong password is refused" test $? = 1
+	before=$(title)
+	"$CLIENT" --port "$RFB2" --password-file "$WORK/password" --type 'xyz' >/dev/null 2>&1
+	check "--password-file: the right password gets a frame" test $? = 0
+	sleep 0.5
+	check "--view-only ignores input" test "$(title)" = "$before"
+else
+	not_ok "second instance with --password-file --view-only starts"
+fi
+
+# ---------------------------------------------------------------- shutdown
+kill -TERM "$VNC_PID"
+t0=$(date +%s%N)
+if wait_for 2 bash -c "! kill -0 $VNC_PID 2>/dev/null"; then
+	wait "$VNC_PID"
+	status=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ $status = 0 ] && [ $ms -le 1000 ]; then
+		ok "SIGTERM: exit 0 in ${ms} ms"
+	else
+		not_ok "SIGTERM: exit 0 within 1 s" "status $status after ${ms} ms"
+	fi
+else
+	not_ok "SIGTERM: exit 0 within 1 s" "still running after 2 s"
+fi
+check "the log has connect and disconnect lines with addresses" \
+	bash -c 'grep -q "\"msg\":\"client connected\",\"addr\":\"127.0.0.1:" "$1" &&
+		grep -q "\"msg\":\"client disconnected\",\"addr\":\"127.0.0.1:" "$1"' _ "$WORK/vnc.log"
+
+# Losing the X server must end cloche-vnc with a non-zero status so that
+# its supervisor restarts it.
+kill -TERM "$XVFB_PID"
+if wait_for 5 bash -c "! kill -0 $VNC2_PID 2>/dev/null"; then
+	wait "$VNC2_PID"
+	status=$?
+	if [ $status != 0 ] && grep -q '"msg":"X connection lost' "$WORK/vnc2.log"; then
+		ok "losing the X server exits non-zero ($status) with a log line"
+	else
+		not_ok "losing the X server exits non-zero with a log line" "status $status"
+	fi
+else
+	not_ok "losing the X server exits non-zero" "still running after 5 s"
+fi
+
+exit $FAILED
