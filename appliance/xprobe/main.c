@@ -1,8 +1,9 @@
 /* cloche-xprobe: exits 0 when the X display shows a mapped top-level window
- * whose WM_CLASS matches, at least the given size.  cloche-init uses it as
- * Chromium's readiness probe ("the browser window is on the screen"), and
- * tests use it to wait for windows.  Without a window manager top-level
- * windows are the root window's children. */
+ * whose WM_CLASS matches, at least the given size, and (with --min-colours)
+ * with that many distinct colours in it.  cloche-init uses it as Chromium's
+ * readiness probe: a window that is mapped but not yet painted is one flat
+ * colour, and a desktop is not ready until a person would see the browser.
+ * Without a window manager top-level windows are the root window's children. */
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <getopt.h>
@@ -18,6 +19,40 @@ static int quiet_errors(Display *d, XErrorEvent *ev)
 	return 0;
 }
 
+/* Distinct colours in the window, counted on a sample of its pixels with 4
+ * bits per channel so that anti-aliasing noise does not count. */
+static int colours(Display *d, const XWindowAttributes *a)
+{
+	static unsigned char seen[4096];
+	/* Read from the root window, clipped to the screen: reading a window
+	 * that reaches off screen is an X error. */
+	int x0 = a->x < 0 ? 0 : a->x, y0 = a->y < 0 ? 0 : a->y;
+	int width = a->x + a->width > DisplayWidth(d, 0) ? DisplayWidth(d, 0) - x0 : a->x + a->width - x0;
+	int height = a->y + a->height > DisplayHeight(d, 0) ? DisplayHeight(d, 0) - y0 : a->y + a->height - y0;
+	XImage *img;
+	int n = 0;
+
+	if (width <= 0 || height <= 0)
+		return 0;
+	img = XGetImage(d, DefaultRootWindow(d), x0, y0, (unsigned)width, (unsigned)height, AllPlanes, ZPixmap);
+	if (!img)
+		return 0;
+	memset(seen, 0, sizeof(seen));
+	for (int y = 0; y < height; y += 3)
+		for (int x = (y / 3) % 5; x < width; x += 5) {
+			unsigned long p = XGetPixel(img, x, y);
+			unsigned k = (unsigned)(((p >> 20) & 0xf) << 8 | ((p >> 12) & 0xf) << 4 | ((p >> 4) & 0xf));
+			if (!seen[k]) {
+				seen[k] = 1;
+				n++;
+			}
+		}
+	XDestroyImage(img);
+	return n;
+}
+
+static int min_colours;
+
 static int matches(Display *d, Window w, const char *cls, int min_w, int min_h, int verbose)
 {
 	XWindowAttributes a;
@@ -30,6 +65,8 @@ static int matches(Display *d, Window w, const char *cls, int min_w, int min_h, 
 		ok = (!cls || (hint.res_class && strcasecmp(hint.res_class, cls) == 0) ||
 		      (hint.res_name && strcasecmp(hint.res_name, cls) == 0)) &&
 		     a.width >= min_w && a.height >= min_h;
+		if (ok && min_colours > 0)
+			ok = colours(d, &a) >= min_colours;
 		if (verbose)
 			printf("{\"window\":%lu,\"class\":\"%s\",\"name\":\"%s\",\"x\":%d,\"y\":%d,"
 			       "\"width\":%d,\"height\":%d}\n",
@@ -46,7 +83,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"display", required_argument, NULL, 'd'}, {"class", required_argument, NULL, 'c'},
 		{"min-width", required_argument, NULL, 'w'}, {"min-height", required_argument, NULL, 'h'},
-		{"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+		{"min-colours", required_argument, NULL, 'n'}, {"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
 	};
 	const char *display = NULL, *cls = NULL;
 	int min_w = 1, min_h = 1, list = 0, c, found = 0;
@@ -60,10 +97,12 @@ int main(int argc, char **argv)
 		case 'c': cls = optarg; break;
 		case 'w': min_w = atoi(optarg); break;
 		case 'h': min_h = atoi(optarg); break;
+		case 'n': min_colours = atoi(optarg); break;
 		case 'l': list = 1; break;
 		case 'H':
 			printf("usage: cloche-xprobe [--display :0] [--class NAME] [--min-width N] "
-			       "[--min-height N] [--list]\nExit 0 when a matching window is mapped.\n");
+			       "[--min-height N] [--min-colours N] [--list]\n"
+			       "Exit 0 when a matching window is mapped (and painted with at least N colours).\n");
 			return 0;
 		default: return 2;
 		}

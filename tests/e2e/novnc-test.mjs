@@ -59,7 +59,7 @@ try {
   check(box, `found the start page text field${box ? ` at ${box.x0},${box.y0}-${box.x1},${box.y1}` : ''}`);
   if (box) {
     const inkBefore = (await statsInPage(page, { selector: canvas, box })).ink;
-    await page.mouse.click(st.left + (box.x0 + box.x1) / 2, st.top + (box.y0 + box.y1) / 2);
+    await page.mouse.click(st.left + st.scaleX * (box.x0 + box.x1) / 2, st.top + st.scaleY * (box.y0 + box.y1) / 2);
     await page.waitForTimeout(300);
     await page.keyboard.type('Cloche types HERE!', { delay: 40 });
     let inkAfter = inkBefore;

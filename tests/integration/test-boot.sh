@@ -88,5 +88,5 @@ check "init logged an orderly stop" grep -q '"all services stopped"' "$(sb_dir "
 sb_down "$id"
 check "down removes the sandbox directory" test ! -e "$(sb_dir "$id")"
 check "down removes both network namespaces" test ! -e "/var/run/netns/S-$id" -a ! -e "/var/run/netns/R-$id"
-check "no runsc process is left for the sandbox" bash -c "! pgrep -f 'runsc.*$id' >/dev/null"
+check "no runsc process is left for the sandbox" bash -c "! pgrep -f '[r]unsc.*$id' >/dev/null"
 tap_exit

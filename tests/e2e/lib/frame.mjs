@@ -45,14 +45,23 @@ export function frameStats(w, h, data, box) {
     }
     return best >= 250 ? [bx0, bx0 + best - 1] : null;
   };
+  // Bands of consecutive such rows; the tallest is the field (a focus
+  // ring adds thin white bands around it).
   let field = null;
-  for (let y = 120; y < h; y++) {
-    const r = wideWhite(y);
-    if (r && !field) field = { x0: r[0], x1: r[1], y0: y, y1: y };
-    else if (r && field && y === field.y1 + 1) field.y1 = y;
-    else if (!r && field) break;
+  let band = null;
+  for (let y = 120; y <= h; y++) {
+    const r = y < h ? wideWhite(y) : null;
+    if (r && band) {
+      band.y1 = y;
+      band.x0 = Math.min(band.x0, r[0]);
+      band.x1 = Math.max(band.x1, r[1]);
+    } else if (r) {
+      band = { x0: r[0], x1: r[1], y0: y, y1: y };
+    } else if (band) {
+      if (band.y1 - band.y0 >= 15 && (!field || band.y1 - band.y0 > field.y1 - field.y0)) field = band;
+      band = null;
+    }
   }
-  if (field && field.y1 - field.y0 < 15) field = null;
   let ink = 0;
   if (box) {
     for (let y = box.y0 + 3; y <= box.y1 - 3; y++) {
@@ -89,6 +98,7 @@ export async function statsInPage(page, { selector, imageUrl, box }) {
     const g = c.getContext('2d');
     const r = c.getBoundingClientRect();
     const s = stats(c.width, c.height, g.getImageData(0, 0, c.width, c.height).data, b);
-    return { ...s, left: r.x, top: r.y };
+    // CSS box of the canvas: noVNC may scale it (resize=scale).
+    return { ...s, left: r.x, top: r.y, scaleX: r.width / c.width, scaleY: r.height / c.height };
   }, [frameStats.toString(), selector || null, imageUrl || null, box || null]);
 }
