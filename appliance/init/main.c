@@ -5,12 +5,12 @@
 #include "supervisor.h"
 #include "spawn.h"
 
+#include "common/cfg.h"
 #include "common/http_server.h"
 #include "common/log.h"
 #include "common/util.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,68 +57,53 @@ static int on_signal(void *ud, int fd)
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: cloche-init [--config FILE] [--health-port N] [--health-listen ADDR]\n"
-		   "                   [--log-level debug|info|warn|error] [--check]\n"
-		   "Starts and supervises the sandbox's services; health JSON on --health-port.\n"
-		   "Environment: CLOCHE_INIT_CONFIG, CLOCHE_HEALTH_PORT, CLOCHE_LOG_LEVEL.\n");
-}
+static const struct cfg_opt init_opts[] = {
+	{"services", CFG_STR, "/opt/cloche/etc/init.json", "the service table (JSON)"},
+	{"health-port", CFG_INT, "8080", "port of the health endpoint; 0 picks one"},
+	{"health-listen", CFG_STR, NULL, "address of the health endpoint (default: all)"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+	{"check", CFG_BOOL, "false", "validate the service table and exit"},
+};
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"health-port", required_argument, NULL, 'p'},
-		{"health-listen", required_argument, NULL, 'l'},
-		{"log-level", required_argument, NULL, 'v'},
-		{"check", no_argument, NULL, 'k'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *config = getenv("CLOCHE_INIT_CONFIG");
-	const char *port_s = getenv("CLOCHE_HEALTH_PORT");
-	const char *level_s = getenv("CLOCHE_LOG_LEVEL");
-	const char *listen = NULL;
+	struct cfg *opts = cfg_new(init_opts, ARRAY_LEN(init_opts), "CLOCHE");
 	struct init_config cfg;
 	struct init in = {.boot_ms = util_now_ms()};
 	struct err e = ERR_INIT;
-	int check_only = 0, c, level, sfd;
-	long port;
+	const char *services;
+	long long port;
+	int level, sfd, r;
 	sigset_t set;
 
 	log_init("cloche-init", LOG_INFO, 2);
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': config = optarg; break;
-		case 'p': port_s = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'v': level_s = optarg; break;
-		case 'k': check_only = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+	if (!opts)
+		return 1;
+	r = cfg_load(opts, argc, argv, &e);
+	if (r != 0) {
+		if (r < 0)
+			fprintf(stderr, "cloche-init: %s\n", e.msg);
+		cfg_free(opts);
+		return r < 0 ? 2 : 0;
 	}
-	if (optind != argc) {
-		fprintf(stderr, "cloche-init: unexpected argument `%s`\n", argv[optind]);
-		return 2;
-	}
-	level = log_level_parse(level_s ? level_s : "info");
-	port = strtol(port_s ? port_s : "8080", NULL, 10);
-	if (level < 0 || port < 0 || port > 65535) {
-		fprintf(stderr, "cloche-init: bad --log-level or --health-port\n");
+	level = log_level_parse(cfg_str(opts, "log-level"));
+	port = cfg_int(opts, "health-port");
+	services = cfg_str(opts, "services");
+	if (level < 0 || port < 0 || port > 65535 || cfg_args(opts, NULL)[0]) {
+		fprintf(stderr, "cloche-init: bad --log-level, --health-port or extra arguments\n");
+		cfg_free(opts);
 		return 2;
 	}
 	log_init("cloche-init", (enum log_level)level, 2);
-	if (!config)
-		config = "/opt/cloche/etc/init.json";
-	if (init_config_load(config, &cfg, &e)) {
-		log_error("bad configuration", "{s:s}", "error", e.msg);
+	if (init_config_load(services, &cfg, &e)) {
+		log_error("bad service table", "{s:s}", "error", e.msg);
+		cfg_free(opts);
 		return 1;
 	}
-	if (check_only) {
-		printf("%s: %zu services\n", config, cfg.nsvc);
+	if (cfg_bool(opts, "check")) {
+		printf("%s: %zu services\n", services, cfg.nsvc);
 		init_config_free(&cfg);
+		cfg_free(opts);
 		return 0;
 	}
 
@@ -129,7 +114,9 @@ int main(int argc, char **argv)
 	spawn_signal_set(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	in.srv = hsrv_new(&(struct hsrv_opts){.listen = listen, .port = (int)port, .max_body = 4096}, &e);
+	in.srv = hsrv_new(&(struct hsrv_opts){.listen = cfg_str(opts, "health-listen"), .port = (int)port,
+					       .max_body = 4096},
+			  &e);
 	if (sfd == -1 || !in.srv || !(in.sup = sup_new(&cfg, in.srv, &e)) ||
 	    hsrv_route(in.srv, "GET", "/health", health, &in, &e) ||
 	    hsrv_route(in.srv, "GET", "/", health, &in, &e) ||
@@ -137,7 +124,7 @@ int main(int argc, char **argv)
 		log_error("cannot start", "{s:s}", "error", sfd == -1 ? strerror(errno) : e.msg);
 		return 1;
 	}
-	log_info("cloche-init up", "{s:i, s:s, s:i}", "pid", (int)getpid(), "config", config,
+	log_info("cloche-init up", "{s:i, s:s, s:i}", "pid", (int)getpid(), "services", services,
 		 "health_port", hsrv_port(in.srv));
 	sup_start(in.sup);
 	if (hsrv_run(in.srv))
@@ -152,6 +139,7 @@ int main(int argc, char **argv)
 	hsrv_free(in.srv);
 	sup_free(in.sup);
 	init_config_free(&cfg);
+	cfg_free(opts);
 	log_info("cloche-init exiting", NULL);
 	return 0;
 }
