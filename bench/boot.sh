@@ -21,8 +21,22 @@ cleanup() { for i in "${ids[@]}"; do sb_down "$i" >/dev/null 2>&1; done; }
 trap cleanup EXIT
 
 ms() { date +%s%3N; }
-# PIDs of every host process that makes up sandbox $1 (sentry, gofer, stubs).
-sandbox_pids() { pgrep -f -- "runsc.*[ =]$1( |$)" ; }
+# PIDs of every host process that makes up sandbox $1: the sentry
+# (runsc-sandbox) and gofer, found by their bundle path, and all their
+# descendants (under the ptrace platform every application process has a
+# stub process on the host, and application memory is mapped into them).
+sandbox_pids() {
+	local roots p kids
+	roots=$(pgrep -f -- "[r]unsc-(sandbox|gofer) .*--bundle[ =]$(sb_dir "$1")/bundle( |$)")
+	for p in $roots; do
+		echo "$p"
+		kids=$p
+		while [[ -n $kids ]]; do
+			kids=$(for k in $kids; do pgrep -P "$k"; done)
+			[[ -z $kids ]] || echo "$kids"
+		done
+	done
+}
 # Sum of utime+stime clock ticks over those processes (and reaped children).
 cpu_ticks() {
 	local t=0 p f
@@ -47,7 +61,6 @@ times=()
 for ((n = 1; n <= boots; n++)); do
 	id="bench-boot-$$-$n"
 	ids+=("$id")
-	avail_before=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
 	t0=$(ms)
 	sb_up "$id" "$template" || exit 1
 	sb_wait_ready "$id" 180 || exit 1
@@ -66,21 +79,26 @@ c1=$(cpu_ticks "$id")
 cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s="$idle" 'BEGIN {printf "%.2f", 100 * d / hz / s}')
 rss=$(mem_kb "$id" Rss)
 pss=$(mem_kb "$id" Pss)
-avail_after=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
-grew=$(( (avail_before - avail_after) / 1024 ))
 procs=$(sandbox_pids "$id" | wc -l)
+# What the machine gets back when the idle sandbox goes: MemAvailable
+# before and after tearing it down.
+avail_with=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+sb_down "$id"
+sleep 2
+avail_without=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+grew=$(( (avail_without - avail_with) / 1024 ))
 
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)
 median=$(sed -n "$(((boots + 1) / 2))p" <<<"$sorted")
 printf '\n%-44s %s\n' "cold boot, runsc run -> health ready" "median $median ms (min $(head -1 <<<"$sorted"), max $(tail -1 <<<"$sorted"), n=$boots)"
 printf '%-44s %s\n' "idle CPU of one sandbox (${idle}s window)" "$cpu_pct % of one core"
 printf '%-44s %s\n' "memory of one idle sandbox ($procs host procs)" "PSS $((pss / 1024)) MiB, RSS $((rss / 1024)) MiB"
-printf '%-44s %s\n' "machine MemAvailable drop for one sandbox" "$grew MiB"
+printf '%-44s %s\n' "MemAvailable regained when it is destroyed" "$grew MiB"
 
 jq -n --argjson times "[$(IFS=,; echo "${times[*]}")]" --arg median "$median" --arg cpu "$cpu_pct" \
-	--arg pss "$pss" --arg rss "$rss" --arg grew "$grew" --arg tmpl "$(basename "$template")" \
+	--arg pss "$pss" --arg rss "$rss" --arg grew "$grew" --arg procs "$procs" --arg tmpl "$(basename "$template")" \
 	--arg at "$(date -u +%FT%TZ)" '{
 	bench: "boot", at: $at, template: $tmpl, boot_ms: $times, boot_ms_median: ($median | tonumber),
 	idle_cpu_pct_of_core: ($cpu | tonumber), idle_pss_kib: ($pss | tonumber), idle_rss_kib: ($rss | tonumber),
-	mem_available_drop_mib: ($grew | tonumber)}' >bench/results/boot.json
+	mem_available_regained_mib: ($grew | tonumber), host_processes: ($procs | tonumber)}' >bench/results/boot.json
 echo "wrote bench/results/boot.json"
