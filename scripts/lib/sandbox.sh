@@ -3,7 +3,7 @@
 # a template, OCI bundle and runsc, following the recipe in docs/sandbox.md.
 # Sourced by scripts/sandbox, the tests and the benchmarks.  cloche-node
 # takes this over; until then this file is the one place that builds runsc
-# command lines and netns pairs.
+# command lines and netns pairs.  Safe to use under `set -e`.
 #
 # Layout per sandbox:  $CLOCHE_POOL/sandboxes/<id>/{rootfs,bundle/config.json,meta.json,console.log}
 # Network namespaces:  S-<id> (sandbox; gVisor owns eth0 10.0.2.15/24)
@@ -121,7 +121,7 @@ sb_health() {
 sb_wait_ready() {
 	local id=$1 deadline=$((SECONDS + ${2:-120})) code
 	while ((SECONDS < deadline)); do
-		code=$(sb_in_router "$id" curl -s -o /dev/null -w '%{http_code}' -m 2 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null)
+		code=$(sb_in_router "$id" curl -s -o /dev/null -w '%{http_code}' -m 2 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null) || code=000
 		[[ $code == 200 ]] && return 0
 		sleep 0.2
 	done
