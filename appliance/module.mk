@@ -7,7 +7,7 @@ $(BUILD)/bin/cloche-init: $(INIT_OBJS) $(COMMON_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS)
 
 VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c))
-$(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(COMMON_LIB)
+$(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \
 		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes)

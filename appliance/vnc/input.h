@@ -1,18 +1,9 @@
-/* Viewer input into the X display through XTEST.
- *
- * Pointer: RFB button mask bits 0-7 become X buttons 1-8 (4/5 vertical and
- * 6/7 horizontal wheel), motion becomes absolute XTest motion.
- *
- * Keyboard: RFB sends keysyms, X wants keycodes.  A keysym found in the
- * core keymap (first or shifted column) is pressed on its keycode, adding
- * or temporarily lifting Shift so the character that arrives is exactly
- * the keysym (noVNC sends '!' with Shift already down; a bare client may
- * send 'A' without Shift).  A keysym with no keycode (é, €, CJK...) is
- * bound to a spare keycode with XChangeKeyboardMapping; bindings are kept
- * and reused (least recently used is rebound first), and events wait a
- * little after each binding, because clients re-read the keymap
- * asynchronously and a key sent at once may be read with the old map.
- * All bindings are undone when the handle is freed. */
+/* Viewer input into the X display: cloche-vnc's side of the shared XTest
+ * module (appliance/x11/x11_input.h), which has the details of how
+ * keysyms become keycodes.  RFB's pointer mask and keysyms are the shared
+ * module's own units, so this layer only binds it to cloche-vnc's display
+ * and to the high end of the spare keycode pool (mcp-desktop, on the same
+ * display, starts from the low end). */
 #ifndef CLOCHE_VNC_INPUT_H
 #define CLOCHE_VNC_INPUT_H
 
@@ -34,9 +25,8 @@ struct vnc_input *vnc_input_new(struct vnc_display *d, struct err *e);
  * key events it may be queued behind a key waiting for a fresh binding. */
 void vnc_input_pointer(struct vnc_input *in, int mask, int x, int y);
 
-/* Applies an RFB key event for keysym ks, or queues it: after a spare
- * keycode is (re)bound, events wait BIND_SETTLE_MS so that clients have
- * re-read the keymap before the key arrives. */
+/* Applies an RFB key event for keysym ks, or queues it until the keymap
+ * has settled after a spare keycode was (re)bound. */
 void vnc_input_key(struct vnc_input *in, bool down, uint32_t ks);
 
 /* Releases every key and button this module holds down (e.g. when the
