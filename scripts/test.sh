@@ -58,16 +58,14 @@ fi
 export CLOCHE_TEMPLATE=${template##*$'\n'}
 echo "template: $CLOCHE_TEMPLATE"
 
-for t in tests/integration/test-*.sh; do
-	name=$(basename "$t" .sh)
-	name=${name#test-}
-	if [[ -n ${CLOCHE_TESTS:-} ]] && ! grep -qw -- "$name" <<<"$CLOCHE_TESTS"; then
-		continue
-	fi
+# run_integration NAME SCRIPT [ENV=VALUE...]
+run_integration() {
+	local name=$1 t=$2 out rc oks noks
+	shift 2
 	note "integration: $name"
 	# Each script prints "ok - ..." / "not ok - ..." lines; count them.
 	out=$(mktemp)
-	timeout --foreground 1200 bash "$t" 2>&1 | tee "$out"
+	env "$@" timeout --foreground 1200 bash "$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	oks=$(grep -c '^ok - ' "$out")
 	noks=$(grep -c '^not ok - ' "$out")
@@ -76,6 +74,21 @@ for t in tests/integration/test-*.sh; do
 	((noks == 0)) || failures+=("$name")
 	if [[ $rc != 0 ]] && ((noks == 0)); then record "$name (exit $rc)" 1; fi
 	rm -f "$out"
+}
+
+for t in tests/integration/test-*.sh; do
+	name=$(basename "$t" .sh)
+	name=${name#test-}
+	if [[ -n ${CLOCHE_TESTS:-} ]] && ! grep -qw -- "$name" <<<"$CLOCHE_TESTS"; then
+		continue
+	fi
+	run_integration "$name" "$t"
+	# Tests that run our binaries on the host also run them built with
+	# ASan+UBSan: a leak or undefined behaviour fails the run.
+	if grep -q '^# sanitize: yes' "$t"; then
+		run_integration "$name (ASan+UBSan)" "$t" BUILD=build-san \
+			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	fi
 done
 
 note "summary"

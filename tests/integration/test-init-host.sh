@@ -4,6 +4,7 @@
 # with backoff, restarting dependents, the SIGTERM -> SIGKILL bound, and
 # clear errors for bad tables and flags.  Fast and deterministic; the same
 # behaviour inside a sandbox is covered by test-boot.sh.
+# sanitize: yes
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

@@ -8,6 +8,7 @@
 # Run from the repository root after `make`: BUILD=build (default) selects
 # the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
 # non-zero if any check failed.  Every process it starts is stopped on exit.
+# sanitize: yes
 set -u -o pipefail
 
 BUILD=${BUILD:-build}
