@@ -1,0 +1,782 @@
+/* Browser state kept from DevTools events; see browser.h.  One mutex guards
+ * every field below; it is never held across a DevTools command, so the
+ * reader thread (which takes it for each event) can always make progress.
+ * A second mutex serializes whole tool calls. */
+#include "mcp/browser/browser.h"
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BR_MAX_TABS 64
+#define BR_CONSOLE_MAX 200
+#define BR_CONSOLE_LINE 2000
+#define BR_MAX_REFS 50000
+#define BR_LOCK_WAIT_MS 60000
+#define BR_NAV_GRACE_MS 250
+
+struct br_tab {
+	char target[64];
+	char session[64]; /* "" until attached */
+	char url[2048];
+	char title[256];
+	uint64_t epoch;         /* bumped by each main-frame navigation */
+	bool loading;
+	uint64_t load_started;  /* event sequence numbers */
+	uint64_t load_done;
+	char *console[BR_CONSOLE_MAX];
+	unsigned con_head, con_n;
+};
+
+struct br_ref {
+	unsigned n;
+	int backend;
+};
+
+struct browser {
+	struct browser_opts o;
+	struct cdp *cdp;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_mutex_t tool_mu;
+	struct br_tab *tabs[BR_MAX_TABS];
+	size_t ntabs;
+	char cur[64]; /* target id of the current tab; "" when none */
+	uint64_t seq; /* counts events, orders load progress against marks */
+	uint64_t epoch_gen;
+	bool closed;
+
+	char refs_target[64];
+	uint64_t refs_epoch;
+	unsigned next_ref;  /* the next number handed out */
+	unsigned first_ref; /* first number of the current epoch */
+	struct br_ref *refs;
+	size_t nrefs, caprefs;
+};
+
+struct browser *browser_new(const struct browser_opts *o)
+{
+	struct browser *b = calloc(1, sizeof(*b));
+	pthread_condattr_t ca;
+
+	if (!b)
+		return NULL;
+	b->o = *o;
+	b->next_ref = b->first_ref = 1;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_mutex_init(&b->tool_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return b;
+}
+
+static void br_tab_free(struct br_tab *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < BR_CONSOLE_MAX; i++)
+		free(t->console[i]);
+	free(t);
+}
+
+void browser_free(struct browser *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->ntabs; i++)
+		br_tab_free(b->tabs[i]);
+	free(b->refs);
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	pthread_mutex_destroy(&b->tool_mu);
+	free(b);
+}
+
+/* Waits on b->cv for at most ms.  Lock held. */
+static void br_timedwait(struct browser *b, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+}
+
+static bool br_cancelled(const struct br_cx *cx)
+{
+	return cx && cx->cancel && cx->cancel(cx->ud);
+}
+
+/* --- events (reader thread) --------------------------------------------- */
+
+static struct br_tab *br_by_target(struct browser *b, const char *id)
+{
+	for (size_t i = 0; id && i < b->ntabs; i++)
+		if (strcmp(b->tabs[i]->target, id) == 0)
+			return b->tabs[i];
+	return NULL;
+}
+
+static struct br_tab *br_by_session(struct browser *b, const char *s)
+{
+	for (size_t i = 0; s && i < b->ntabs; i++)
+		if (strcmp(b->tabs[i]->session, s) == 0)
+			return b->tabs[i];
+	return NULL;
+}
+
+static struct br_tab *br_current(struct browser *b)
+{
+	return br_by_target(b, b->cur);
+}
+
+static void br_copy(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "");
+}
+
+static void br_target_info(struct browser *b, const json_t *info, bool create)
+{
+	const char *id = json_string_value(json_object_get(info, "targetId"));
+	const char *type = json_string_value(json_object_get(info, "type"));
+	struct br_tab *t;
+
+	if (!id || !type || strcmp(type, "page") != 0)
+		return;
+	t = br_by_target(b, id);
+	if (!t && create && b->ntabs < BR_MAX_TABS) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return;
+		br_copy(t->target, sizeof(t->target), id);
+		t->epoch = ++b->epoch_gen;
+		b->tabs[b->ntabs++] = t;
+		if (!b->cur[0])
+			br_copy(b->cur, sizeof(b->cur), id);
+	}
+	if (!t)
+		return;
+	br_copy(t->url, sizeof(t->url), json_string_value(json_object_get(info, "url")));
+	br_copy(t->title, sizeof(t->title), json_string_value(json_object_get(info, "title")));
+}
+
+static void br_target_gone(struct browser *b, const char *id)
+{
+	for (size_t i = 0; id && i < b->ntabs; i++) {
+		if (strcmp(b->tabs[i]->target, id) != 0)
+			continue;
+		br_tab_free(b->tabs[i]);
+		memmove(&b->tabs[i], &b->tabs[i + 1], (b->ntabs - i - 1) * sizeof(b->tabs[0]));
+		b->ntabs--;
+		if (strcmp(b->cur, id) == 0)
+			br_copy(b->cur, sizeof(b->cur), b->ntabs ? b->tabs[b->ntabs - 1]->target : "");
+		return;
+	}
+}
+
+static void br_console_push(struct br_tab *t, const char *line)
+{
+	unsigned slot = (t->con_head + t->con_n) % BR_CONSOLE_MAX;
+	char *copy = strndup(line, BR_CONSOLE_LINE);
+
+	if (!copy)
+		return;
+	if (t->con_n == BR_CONSOLE_MAX) {
+		free(t->console[t->con_head]);
+		t->console[t->con_head] = copy;
+		t->con_head = (t->con_head + 1) % BR_CONSOLE_MAX;
+	} else {
+		free(t->console[slot]);
+		t->console[slot] = copy;
+		t->con_n++;
+	}
+}
+
+/* One console argument as text: strings raw, other values as JSON, objects
+ * by their description. */
+static void br_arg_text(const json_t *arg, struct buf *out)
+{
+	const json_t *v = json_object_get(arg, "value");
+	const char *s;
+
+	if (json_is_string(v)) {
+		buf_appends(out, json_string_value(v), NULL);
+	} else if (v) {
+		char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (d)
+			buf_appends(out, d, NULL);
+		free(d);
+	} else if ((s = json_string_value(json_object_get(arg, "unserializableValue"))) ||
+		   (s = json_string_value(json_object_get(arg, "description"))) ||
+		   (s = json_string_value(json_object_get(arg, "type")))) {
+		buf_appends(out, s, NULL);
+	}
+}
+
+static void br_console_event(struct br_tab *t, const char *method, json_t *params)
+{
+	struct buf line = BUF_INIT(BR_CONSOLE_LINE);
+	const json_t *frame = NULL;
+
+	if (strcmp(method, "Runtime.consoleAPICalled") == 0) {
+		const char *type = json_string_value(json_object_get(params, "type"));
+		size_t i;
+		json_t *arg;
+		char up[16] = "LOG";
+
+		for (i = 0; type && type[i] && i < sizeof(up) - 1; i++)
+			up[i] = (char)(type[i] >= 'a' && type[i] <= 'z' ? type[i] - 32 : type[i]);
+		if (type)
+			up[i] = '\0';
+		buf_appendf(&line, NULL, "[%s] ", strcmp(up, "WARNING") == 0 ? "WARN" : up);
+		json_array_foreach(json_object_get(params, "args"), i, arg) {
+			if (i)
+				buf_appends(&line, " ", NULL);
+			br_arg_text(arg, &line);
+		}
+		frame = json_array_get(json_object_get(json_object_get(params, "stackTrace"), "callFrames"), 0);
+	} else {
+		const json_t *d = json_object_get(params, "exceptionDetails");
+		const char *desc = json_string_value(json_object_get(json_object_get(d, "exception"), "description"));
+		const char *text = json_string_value(json_object_get(d, "text"));
+		buf_appendf(&line, NULL, "[ERROR] %s", desc ? desc : text ? text : "exception");
+		frame = d;
+	}
+	if (frame) {
+		const char *url = json_string_value(json_object_get(frame, "url"));
+		if (url && url[0])
+			buf_appendf(&line, NULL, " @ %s:%lld", url,
+				    (long long)json_integer_value(json_object_get(frame, "lineNumber")) + 1);
+	}
+	br_console_push(t, buf_str(&line));
+	buf_free(&line);
+}
+
+void browser_on_event(void *ud, const char *session, const char *method, json_t *params)
+{
+	struct browser *b = ud;
+	struct br_tab *t;
+
+	pthread_mutex_lock(&b->mu);
+	b->seq++;
+	if (!method) {
+		b->closed = true;
+	} else if (strcmp(method, "Target.targetCreated") == 0) {
+		br_target_info(b, json_object_get(params, "targetInfo"), true);
+	} else if (strcmp(method, "Target.targetInfoChanged") == 0) {
+		br_target_info(b, json_object_get(params, "targetInfo"), false);
+	} else if (strcmp(method, "Target.targetDestroyed") == 0) {
+		br_target_gone(b, json_string_value(json_object_get(params, "targetId")));
+	} else if (strcmp(method, "Target.detachedFromTarget") == 0) {
+		if ((t = br_by_session(b, json_string_value(json_object_get(params, "sessionId")))))
+			t->session[0] = '\0';
+	} else if ((t = br_by_session(b, session))) {
+		const char *frame = json_string_value(json_object_get(params, "frameId"));
+		bool main_frame = frame && strcmp(frame, t->target) == 0;
+
+		if (strcmp(method, "Page.frameNavigated") == 0) {
+			const json_t *f = json_object_get(params, "frame");
+			if (!json_object_get(f, "parentId")) {
+				t->epoch = ++b->epoch_gen;
+				br_copy(t->url, sizeof(t->url), json_string_value(json_object_get(f, "url")));
+			}
+		} else if (strcmp(method, "Page.frameStartedLoading") == 0 && main_frame) {
+			t->loading = true;
+			t->load_started = b->seq;
+		} else if (strcmp(method, "Page.frameStoppedLoading") == 0 && main_frame) {
+			t->loading = false;
+			t->load_done = b->seq;
+		} else if (strcmp(method, "Runtime.consoleAPICalled") == 0 ||
+			   strcmp(method, "Runtime.exceptionThrown") == 0) {
+			br_console_event(t, method, params);
+		}
+	}
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+bool browser_closed(struct browser *b)
+{
+	bool c;
+
+	pthread_mutex_lock(&b->mu);
+	c = b->closed;
+	pthread_mutex_unlock(&b->mu);
+	return c;
+}
+
+/* --- commands ------------------------------------------------------------ */
+
+int br_lock(struct browser *b, const struct br_cx *cx, struct err *e)
+{
+	uint64_t deadline = util_now_ms() + BR_LOCK_WAIT_MS;
+
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		if (pthread_mutex_timedlock(&b->tool_mu, &ts) == 0)
+			return 0;
+		if (br_cancelled(cx))
+			return err_set(e, 0, "cancelled while waiting for another browser call");
+		if (util_now_ms() >= deadline)
+			return err_set(e, 0, "another browser call has been running for %d s",
+				       BR_LOCK_WAIT_MS / 1000);
+	}
+}
+
+void br_unlock(struct browser *b)
+{
+	pthread_mutex_unlock(&b->tool_mu);
+}
+
+static json_t *br_call(struct browser *b, const struct br_cx *cx, const char *session,
+		       const char *method, json_t *params, unsigned timeout_ms, struct err *e)
+{
+	return cdp_call(b->cdp, session, method, params, timeout_ms, cx ? cx->cancel : NULL,
+			cx ? cx->ud : NULL, e);
+}
+
+/* Attaches to target id when it has no session yet; copies the session
+ * into out.  0 or -1. */
+static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, char out[64],
+		     struct err *e)
+{
+	static const char *const enable[] = {"Page.enable", "Runtime.enable"};
+	struct br_tab *t;
+	AUTOJSON json_t *r = NULL;
+	char target[64];
+
+	br_copy(target, sizeof(target), id);
+	pthread_mutex_lock(&b->mu);
+	t = br_by_target(b, target);
+	if (t && t->session[0]) {
+		br_copy(out, 64, t->session);
+		pthread_mutex_unlock(&b->mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&b->mu);
+	if (!t)
+		return err_set(e, 0, "the browser has no open tab; use browser_tabs with action \"new\"");
+	r = br_call(b, cx, NULL, "Target.attachToTarget",
+		    json_pack("{s:s, s:b}", "targetId", target, "flatten", 1), b->o.cdp_timeout_ms, e);
+	const char *s = json_string_value(json_object_get(r, "sessionId"));
+	if (!s)
+		return r ? err_set(e, 0, "Target.attachToTarget: no sessionId") : -1;
+	pthread_mutex_lock(&b->mu);
+	if ((t = br_by_target(b, target)))
+		br_copy(t->session, sizeof(t->session), s);
+	pthread_mutex_unlock(&b->mu);
+	br_copy(out, 64, s);
+	for (size_t i = 0; i < ARRAY_LEN(enable); i++) {
+		json_t *x = br_call(b, cx, s, enable[i], NULL, b->o.cdp_timeout_ms, e);
+		if (!x)
+			return -1;
+		json_decref(x);
+	}
+	return 0;
+}
+
+json_t *br_cdp_t(struct browser *b, const struct br_cx *cx, bool page, const char *method,
+		 json_t *params, unsigned timeout_ms, struct err *e)
+{
+	char session[64] = "", target[64];
+
+	if (page) {
+		if (br_target(b, target, e) == -1 || br_attach(b, cx, target, session, e) == -1) {
+			json_decref(params);
+			return NULL;
+		}
+	}
+	return br_call(b, cx, page ? session : NULL, method, params, timeout_ms, e);
+}
+
+json_t *br_cdp(struct browser *b, const struct br_cx *cx, bool page, const char *method,
+	       json_t *params, struct err *e)
+{
+	return br_cdp_t(b, cx, page, method, params, b->o.cdp_timeout_ms, e);
+}
+
+int br_target(struct browser *b, char out[64], struct err *e)
+{
+	pthread_mutex_lock(&b->mu);
+	br_copy(out, 64, b->cur);
+	pthread_mutex_unlock(&b->mu);
+	if (!out[0])
+		return err_set(e, 0, "the browser has no open tab; use browser_tabs with action \"new\"");
+	return 0;
+}
+
+void br_page_info(struct browser *b, char *url, size_t url_len, char *title, size_t title_len)
+{
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	if (url)
+		br_copy(url, url_len, t ? t->url : "");
+	if (title)
+		br_copy(title, title_len, t ? t->title : "");
+	pthread_mutex_unlock(&b->mu);
+}
+
+int browser_start(struct browser *b, struct cdp *c, unsigned timeout_ms, struct err *e)
+{
+	uint64_t deadline = util_now_ms() + timeout_ms;
+	json_t *r = NULL;
+	struct err ce = ERR_INIT;
+	char target[64];
+
+	b->cdp = c;
+	/* Chromium reads its pipe only once it is up: the first command waits
+	 * for that (3 s inside gVisor). */
+	while (!r) {
+		uint64_t now = util_now_ms();
+		if (now >= deadline || !cdp_alive(c))
+			return err_set(e, 0, "DevTools did not answer within %u ms: %s", timeout_ms, ce.msg);
+		r = cdp_call(c, NULL, "Target.setDiscoverTargets", json_pack("{s:b}", "discover", 1),
+			     (unsigned)(deadline - now), NULL, NULL, &ce);
+	}
+	json_decref(r);
+	pthread_mutex_lock(&b->mu);
+	while (!b->cur[0] && !b->closed && util_now_ms() < deadline)
+		br_timedwait(b, 100);
+	pthread_mutex_unlock(&b->mu);
+	if (br_target(b, target, e) == -1)
+		return err_wrap(e, "waiting for the first tab");
+	char session[64];
+	return br_attach(b, NULL, target, session, e);
+}
+
+/* --- navigation ------------------------------------------------------------ */
+
+uint64_t br_load_mark(struct browser *b)
+{
+	uint64_t m;
+
+	pthread_mutex_lock(&b->mu);
+	m = b->seq;
+	pthread_mutex_unlock(&b->mu);
+	return m;
+}
+
+int br_wait_load(struct browser *b, const struct br_cx *cx, uint64_t mark, unsigned timeout_ms,
+		 bool only_if_started, struct err *e)
+{
+	uint64_t start = util_now_ms();
+	int rc = 0;
+
+	if (!timeout_ms)
+		timeout_ms = b->o.nav_timeout_ms;
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		struct br_tab *t = br_current(b);
+		uint64_t now = util_now_ms();
+
+		if (!t || b->closed)
+			break;
+		if (t->load_started > mark && !t->loading && t->load_done >= t->load_started)
+			break;
+		if (only_if_started && t->load_started <= mark && now - start >= BR_NAV_GRACE_MS)
+			break;
+		if (now - start >= timeout_ms) {
+			rc = err_set(e, 0, "the page did not finish loading within %u ms", timeout_ms);
+			break;
+		}
+		if (br_cancelled(cx)) {
+			rc = err_set(e, 0, "cancelled");
+			break;
+		}
+		br_timedwait(b, 50);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+int br_sleep(const struct br_cx *cx, unsigned ms, struct err *e)
+{
+	uint64_t end = util_now_ms() + ms;
+
+	for (;;) {
+		uint64_t now = util_now_ms();
+		if (now >= end)
+			return 0;
+		if (br_cancelled(cx))
+			return err_set(e, 0, "cancelled");
+		uint64_t left = end - now < 50 ? end - now : 50;
+		struct timespec ts = {0, (long)left * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* --- refs ------------------------------------------------------------------ */
+
+void br_refs_begin(struct browser *b)
+{
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	uint64_t epoch = t ? t->epoch : 0;
+	if (strcmp(b->refs_target, b->cur) != 0 || b->refs_epoch != epoch) {
+		br_copy(b->refs_target, sizeof(b->refs_target), b->cur);
+		b->refs_epoch = epoch;
+		b->first_ref = b->next_ref;
+		b->nrefs = 0;
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
+unsigned br_ref_for(struct browser *b, int backend_id)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&b->mu);
+	/* Snapshots of one document are small enough for a linear scan to
+	 * be cheaper than what the snapshot itself costs. */
+	for (size_t i = 0; i < b->nrefs; i++)
+		if (b->refs[i].backend == backend_id) {
+			n = b->refs[i].n;
+			goto out;
+		}
+	if (b->nrefs == b->caprefs) {
+		size_t cap = b->caprefs ? b->caprefs * 2 : 256;
+		struct br_ref *r = cap <= BR_MAX_REFS ? realloc(b->refs, cap * sizeof(*r)) : NULL;
+		if (!r)
+			goto out;
+		b->refs = r;
+		b->caprefs = cap;
+	}
+	n = b->next_ref++;
+	b->refs[b->nrefs++] = (struct br_ref){n, backend_id};
+out:
+	pthread_mutex_unlock(&b->mu);
+	return n;
+}
+
+int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
+		   int *backend_id, struct err *e)
+{
+	char *end;
+	unsigned long n;
+	int backend = -1;
+	bool stale = false;
+
+	if (!ref || ref[0] != 'e' || !ref[1] || (n = strtoul(ref + 1, &end, 10), *end) || n == 0)
+		return err_http(e, 400, "`ref` must look like \"e12\" (a ref from browser_snapshot), not \"%.40s\"",
+				ref ? ref : "");
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	if (n >= b->next_ref) {
+		pthread_mutex_unlock(&b->mu);
+		return err_set(e, 0, "ref %s is unknown: take a browser_snapshot and use a ref from it", ref);
+	}
+	if (n < b->first_ref || !t || strcmp(b->refs_target, b->cur) != 0 || b->refs_epoch != t->epoch)
+		stale = true;
+	for (size_t i = 0; !stale && i < b->nrefs; i++)
+		if (b->refs[i].n == n)
+			backend = b->refs[i].backend;
+	pthread_mutex_unlock(&b->mu);
+	if (stale || backend < 0)
+		return err_set(e, 0, "ref %s is stale: the page changed since the last browser_snapshot; take a new snapshot", ref);
+
+	AUTOJSON json_t *r = br_cdp(b, cx, true, "DOM.resolveNode", json_pack("{s:i}", "backendNodeId", backend), e);
+	const char *obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
+	if (!obj)
+		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
+	br_copy(out, 128, obj);
+	AUTOJSON json_t *c = br_cdp(b, cx, true, "Runtime.callFunctionOn",
+				    json_pack("{s:s, s:s, s:b}", "functionDeclaration",
+					      "function() { return this.isConnected; }", "objectId", obj,
+					      "returnByValue", 1), e);
+	if (!c)
+		return -1;
+	if (json_is_false(json_object_get(json_object_get(c, "result"), "value")))
+		return err_set(e, 0, "ref %s is stale: the element was removed from the page; take a new snapshot", ref);
+	if (backend_id)
+		*backend_id = backend;
+	return 0;
+}
+
+/* --- console and tabs ------------------------------------------------------ */
+
+int br_console(struct browser *b, struct buf *out, struct err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	for (unsigned i = 0; t && i < t->con_n && rc == 0; i++)
+		rc = buf_appendf(out, e, "%s\n", t->console[(t->con_head + i) % BR_CONSOLE_MAX]);
+	if (rc == 0 && (!t || !t->con_n))
+		rc = buf_appends(out, "No console messages.\n", e);
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+int br_tabs_list(struct browser *b, struct buf *out, struct err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	for (size_t i = 0; i < b->ntabs && rc == 0; i++) {
+		struct br_tab *t = b->tabs[i];
+		rc = buf_appendf(out, e, "- %zu:%s [%s](%s)\n", i,
+				 strcmp(t->target, b->cur) == 0 ? " (current)" : "", t->title, t->url);
+	}
+	if (rc == 0 && !b->ntabs)
+		rc = buf_appends(out, "No open tabs.\n", e);
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* Waits until the target-created event for id arrived.  Lock not held. */
+static void br_wait_tab(struct browser *b, const char *id)
+{
+	uint64_t deadline = util_now_ms() + 5000;
+
+	pthread_mutex_lock(&b->mu);
+	while (!br_by_target(b, id) && !b->closed && util_now_ms() < deadline)
+		br_timedwait(b, 50);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static int br_activate(struct browser *b, const struct br_cx *cx, const char *id, struct err *e)
+{
+	AUTOJSON json_t *r = br_call(b, cx, NULL, "Target.activateTarget",
+				     json_pack("{s:s}", "targetId", id), b->o.cdp_timeout_ms, e);
+	return r ? 0 : -1;
+}
+
+static int br_open(struct browser *b, const struct br_cx *cx, const char *url, char id[64],
+		   struct err *e)
+{
+	AUTOJSON json_t *r = br_call(b, cx, NULL, "Target.createTarget",
+				     json_pack("{s:s}", "url", url && url[0] ? url : "about:blank"),
+				     b->o.cdp_timeout_ms, e);
+	const char *s = json_string_value(json_object_get(r, "targetId"));
+
+	if (!s)
+		return r ? err_set(e, 0, "Target.createTarget: no targetId") : -1;
+	br_copy(id, 64, s);
+	br_wait_tab(b, id);
+	return 0;
+}
+
+int br_tab_new(struct browser *b, const struct br_cx *cx, const char *url, struct err *e)
+{
+	char id[64];
+
+	if (br_open(b, cx, url, id, e) == -1)
+		return -1;
+	pthread_mutex_lock(&b->mu);
+	if (br_by_target(b, id))
+		br_copy(b->cur, sizeof(b->cur), id);
+	pthread_mutex_unlock(&b->mu);
+	return br_activate(b, cx, id, e);
+}
+
+/* The target id of tab index (-1: current) into id.  0 or -1. */
+static int br_tab_id(struct browser *b, long long index, char id[64], struct err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	if (index < 0)
+		br_copy(id, 64, b->cur);
+	else if ((size_t)index < b->ntabs)
+		br_copy(id, 64, b->tabs[index]->target);
+	else
+		rc = err_set(e, 0, "there is no tab %lld: %zu tab%s open (browser_tabs lists them)", index,
+			     b->ntabs, b->ntabs == 1 ? " is" : "s are");
+	pthread_mutex_unlock(&b->mu);
+	if (rc == 0 && !id[0])
+		rc = err_set(e, 0, "the browser has no open tab");
+	return rc;
+}
+
+int br_tab_select(struct browser *b, const struct br_cx *cx, long long index, struct err *e)
+{
+	char id[64];
+
+	if (br_tab_id(b, index, id, e) == -1)
+		return -1;
+	pthread_mutex_lock(&b->mu);
+	br_copy(b->cur, sizeof(b->cur), id);
+	pthread_mutex_unlock(&b->mu);
+	return br_activate(b, cx, id, e);
+}
+
+static int br_close_id(struct browser *b, const struct br_cx *cx, const char *id, struct err *e)
+{
+	AUTOJSON json_t *r = br_call(b, cx, NULL, "Target.closeTarget",
+				     json_pack("{s:s}", "targetId", id), b->o.cdp_timeout_ms, e);
+	uint64_t deadline = util_now_ms() + 5000;
+
+	if (!r)
+		return -1;
+	pthread_mutex_lock(&b->mu);
+	while (br_by_target(b, id) && !b->closed && util_now_ms() < deadline)
+		br_timedwait(b, 50);
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+int br_tab_close(struct browser *b, const struct br_cx *cx, long long index, struct err *e)
+{
+	char id[64], fresh[64];
+	size_t n;
+
+	if (br_tab_id(b, index, id, e) == -1)
+		return -1;
+	pthread_mutex_lock(&b->mu);
+	n = b->ntabs;
+	pthread_mutex_unlock(&b->mu);
+	/* Closing Chromium's last tab closes its window, and the desktop's
+	 * browser with it. */
+	if (n <= 1 && br_open(b, cx, "about:blank", fresh, e) == -1)
+		return -1;
+	if (br_close_id(b, cx, id, e) == -1)
+		return -1;
+	pthread_mutex_lock(&b->mu);
+	if (!br_by_target(b, b->cur) && b->ntabs)
+		br_copy(b->cur, sizeof(b->cur), b->tabs[b->ntabs - 1]->target);
+	br_copy(id, 64, b->cur);
+	pthread_mutex_unlock(&b->mu);
+	return id[0] ? br_activate(b, cx, id, e) : 0;
+}
+
+int br_reset(struct browser *b, const struct br_cx *cx, struct err *e)
+{
+	char fresh[64], id[64];
+
+	if (br_open(b, cx, b->o.start_url, fresh, e) == -1)
+		return -1;
+	for (int round = 0; round <= BR_MAX_TABS; round++) {
+		id[0] = '\0';
+		pthread_mutex_lock(&b->mu);
+		for (size_t i = 0; i < b->ntabs; i++)
+			if (strcmp(b->tabs[i]->target, fresh) != 0) {
+				br_copy(id, sizeof(id), b->tabs[i]->target);
+				break;
+			}
+		pthread_mutex_unlock(&b->mu);
+		if (!id[0])
+			break;
+		if (br_close_id(b, cx, id, e) == -1)
+			return -1;
+	}
+	pthread_mutex_lock(&b->mu);
+	br_copy(b->cur, sizeof(b->cur), fresh);
+	pthread_mutex_unlock(&b->mu);
+	return br_activate(b, cx, fresh, e);
+}

@@ -1,0 +1,166 @@
+/* mcp-browser: the MCP server (port 7999) that drives the sandbox's visible
+ * Chromium, the one people watch over VNC.  It starts Chromium itself with
+ * the command line after "--" plus --remote-debugging-pipe, waits until
+ * DevTools answers and the window is painted, and only then listens: so
+ * cloche-init's TCP probe on the port means "browser ready".  When Chromium
+ * dies, mcp-browser exits and init restarts the pair, which keeps restart
+ * policy and health in one place.
+ *
+ *	mcp-browser [--port 7999] -- /usr/bin/chromium --no-sandbox ... URL */
+#include "mcp/browser/browser.h"
+#include "mcp/browser/cdp.h"
+#include "mcp/browser/chrome.h"
+#include "mcp/browser/tools.h"
+#include "mcp/lib/mcp.h"
+
+#include "common/cfg.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct cfg_opt opts[] = {
+	{"port", CFG_INT, "7999", "MCP port (Streamable HTTP at /mcp)"},
+	{"listen", CFG_STR, NULL, "address to listen on (default: all)"},
+	{"allowed-hosts", CFG_STR, NULL, "extra Host/Origin names accepted (comma-separated, *.suffix)"},
+	{"start-url", CFG_STR, "about:blank", "page browser_close leaves open"},
+	{"window-probe", CFG_STR,
+	 "/opt/cloche/bin/cloche-xprobe --class chromium --min-width 640 --min-height 480 --min-colours 8",
+	 "command that exits 0 once the window is painted (\"\" to skip)"},
+	{"start-timeout", CFG_DURATION, "90s", "bound on DevTools answering and the window being painted"},
+	{"cdp-timeout", CFG_DURATION, "30s", "bound on one DevTools command"},
+	{"nav-timeout", CFG_DURATION, "30s", "bound on a navigation reaching its load event"},
+	{"max-snapshot", CFG_SIZE, "40000", "characters of one snapshot outline"},
+	{"max-result", CFG_SIZE, "100000", "characters of one browser_evaluate answer"},
+	{"max-message", CFG_SIZE, "64M", "largest DevTools message accepted"},
+	{"snapshot-after-action", CFG_BOOL, "true", "actions answer with the page snapshot"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+static atomic_bool chrome_gone;
+static atomic_bool serving;
+
+/* DevTools events go to the browser state; the end of the connection means
+ * Chromium died: stop serving so init restarts us with a new one. */
+static void on_event(void *ud, const char *session, const char *method, json_t *params)
+{
+	browser_on_event(ud, session, method, params);
+	if (!method) {
+		atomic_store(&chrome_gone, true);
+		log_warn("the browser's DevTools connection closed; exiting so init restarts the browser", NULL);
+		if (atomic_load(&serving))
+			kill(getpid(), SIGTERM);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_BROWSER");
+	struct err e = ERR_INIT;
+	struct chrome ch = {-1, -1, -1};
+	struct cdp *cdp = NULL;
+	struct browser *b = NULL;
+	struct mcp_server *srv = NULL;
+	struct tools *tools = NULL;
+	int rc = 1, level;
+	size_t nargs;
+
+	log_init("mcp-browser", LOG_INFO, 2);
+	if (!c) {
+		log_error("out of memory", NULL);
+		return 1;
+	}
+	int r = cfg_load(c, argc, argv, &e);
+	if (r == 1) {
+		cfg_free(c);
+		return 0;
+	}
+	if (r == -1) {
+		log_error("bad configuration", "{s:s}", "error", e.msg);
+		cfg_free(c);
+		return 2;
+	}
+	if ((level = log_level_parse(cfg_str(c, "log-level"))) < 0) {
+		log_error("bad configuration", "{s:s}", "error", "--log-level: use debug, info, warn or error");
+		cfg_free(c);
+		return 2;
+	}
+	log_init("mcp-browser", (enum log_level)level, 2);
+	char *const *cmd = cfg_args(c, &nargs);
+	if (nargs == 0) {
+		log_error("bad configuration", "{s:s}", "error",
+			  "give the browser's command line after --, e.g. -- /usr/bin/chromium --no-sandbox URL");
+		cfg_free(c);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	/* Before any thread: the fork in chrome_launch() stays simple. */
+	if (chrome_launch(cmd, &ch, &e) == -1) {
+		log_error("cannot start the browser", "{s:s}", "error", e.msg);
+		goto out;
+	}
+	struct browser_opts bo = {(unsigned)cfg_duration_ms(c, "cdp-timeout"),
+				  (unsigned)cfg_duration_ms(c, "nav-timeout"), cfg_str(c, "start-url")};
+	uint64_t t0 = util_now_ms();
+	unsigned start_ms = (unsigned)cfg_duration_ms(c, "start-timeout");
+	if (!(b = browser_new(&bo)) ||
+	    !(cdp = cdp_new(ch.wfd, ch.rfd, cfg_size(c, "max-message"), on_event, b, &e))) {
+		log_error("cannot start the DevTools client", "{s:s}", "error", b ? e.msg : "out of memory");
+		goto out;
+	}
+	ch.wfd = ch.rfd = -1; /* the client owns them now */
+	if (browser_start(b, cdp, start_ms, &e) == -1) {
+		log_error("the browser's DevTools did not come up", "{s:s}", "error", e.msg);
+		goto out;
+	}
+	log_info("DevTools answers", "{s:I}", "ms", (json_int_t)(util_now_ms() - t0));
+	uint64_t spent = util_now_ms() - t0;
+	if (chrome_wait_window(&ch, cfg_str(c, "window-probe"),
+			       spent < start_ms ? (unsigned)(start_ms - spent) : 1, &e) == -1) {
+		log_error("the browser window did not appear", "{s:s}", "error", e.msg);
+		goto out;
+	}
+	log_info("browser window painted", "{s:I}", "ms", (json_int_t)(util_now_ms() - t0));
+
+	struct mcp_server_opts so = {
+		.name = "cloche-browser",
+		.version = "0.1.0",
+		.instructions = "Drives the sandbox's visible Chromium (the one on its VNC screen). "
+				"Take a browser_snapshot to get element refs, then act with them; "
+				"refs go stale when the page changes.",
+		.listen = cfg_str(c, "listen"),
+		.port = (int)cfg_int(c, "port"),
+		.allowed_hosts = cfg_str(c, "allowed-hosts"),
+	};
+	struct tools_opts to = {cfg_size(c, "max-snapshot"), cfg_bool(c, "snapshot-after-action"),
+				cfg_size(c, "max-result")};
+	if (!(srv = mcp_server_new(&so, &e)) || !(tools = tools_register(srv, b, &to, &e))) {
+		log_error("cannot start the MCP server", "{s:s}", "error", e.msg);
+		goto out;
+	}
+	atomic_store(&serving, true);
+	if (atomic_load(&chrome_gone))
+		goto out;
+	log_info("serving", "{s:i}", "port", mcp_server_port(srv));
+	if (mcp_server_run(srv) == -1)
+		log_error("the MCP server loop failed", NULL);
+	rc = atomic_load(&chrome_gone) ? 1 : 0;
+out:
+	mcp_server_free(srv);
+	chrome_stop(&ch, 3000);
+	cdp_free(cdp);
+	tools_free(tools);
+	browser_free(b);
+	if (ch.wfd >= 0)
+		close(ch.wfd);
+	if (ch.rfd >= 0)
+		close(ch.rfd);
+	cfg_free(c);
+	return rc;
+}

@@ -1,0 +1,150 @@
+// mcp-browser end to end with the official MCP TypeScript SDK client: lists
+// the tools, drives the test form page (navigate, snapshot, type, click,
+// select, evaluate, screenshot, console, tabs, wait), checks that a stale
+// ref gives the documented error and that bad input is rejected while the
+// server keeps serving.  Prints "ok - ..." / "not ok - ..." lines; exits 1
+// when anything failed.
+//
+//   node mcp-browser-test.mjs --url http://10.0.2.15:7999/mcp
+//        [--page file:///opt/cloche/share/test/form.html] [--origin http://127.0.0.1]
+//   node mcp-browser-test.mjs --url ... --bench N [--out FILE.json]
+//        (only times N browser_snapshot round trips, writes p50/p99)
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { writeFileSync } from 'node:fs';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const page = args.page || 'file:///opt/cloche/share/test/form.html';
+let failed = 0;
+const ok = (name) => console.log(`ok - ${name}`);
+const notOk = (name, why) => { console.log(`not ok - ${name}${why ? ` (${why})` : ''}`); failed++; };
+const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
+const text = (r) => (r?.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+const short = (s) => JSON.stringify(String(s).slice(0, 300));
+
+const client = new Client({ name: 'cloche-mcp-browser-test', version: '1.0.0' });
+// --origin sends an Origin header, as a browser-based client would.
+const requestInit = args.origin ? { headers: { Origin: args.origin } } : undefined;
+await client.connect(new StreamableHTTPClientTransport(new URL(args.url), { requestInit }));
+const call = (name, a = {}) => client.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
+
+if (args.bench) {
+  await call('browser_navigate', { url: page });
+  const n = Number(args.bench), ms = [];
+  for (let i = 0; i < 5; i++) await call('browser_snapshot');
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call('browser_snapshot');
+    ms.push(performance.now() - t0);
+  }
+  ms.sort((a, b) => a - b);
+  const q = (p) => Math.round(ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] * 100) / 100;
+  const res = { tool: 'browser_snapshot', page, calls: n, p50_ms: q(0.5), p99_ms: q(0.99), max_ms: q(1) };
+  console.log(JSON.stringify(res));
+  if (args.out) writeFileSync(args.out, JSON.stringify(res, null, 2) + '\n');
+  await client.close();
+  process.exit(0);
+}
+
+try {
+  const { tools } = await client.listTools();
+  const names = new Set(tools.map((t) => t.name));
+  const want = ['browser_navigate', 'browser_navigate_back', 'browser_snapshot', 'browser_click', 'browser_type',
+    'browser_press_key', 'browser_hover', 'browser_select_option', 'browser_fill_form', 'browser_wait_for',
+    'browser_take_screenshot', 'browser_evaluate', 'browser_console_messages', 'browser_tabs', 'browser_resize',
+    'browser_close'];
+  const missing = want.filter((n) => !names.has(n));
+  check(missing.length === 0, `tools/list has the ${want.length} browser tools`, `missing ${missing}`);
+
+  let t0 = Date.now();
+  let r = await call('browser_navigate', { url: page });
+  check(!r.isError && /Page Title: cloche form test/.test(text(r)), `browser_navigate to the test page (${Date.now() - t0} ms)`, short(text(r)));
+
+  t0 = Date.now();
+  r = await call('browser_snapshot');
+  let snap = text(r);
+  const field = /textbox "Your name"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  const button = /button "Greet"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  const select = /combobox "Favourite colour"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  const box = /checkbox "I agree"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  check(field && button && select && box, `browser_snapshot shows the form with refs (${Date.now() - t0} ms, ${snap.length} chars)`, short(snap));
+  if (!field || !button) throw new Error('no refs to work with');
+
+  r = await call('browser_type', { ref: field[1], element: 'name field', text: 'Ada Lovelace 42' });
+  check(!r.isError, 'browser_type into the text field', short(text(r)));
+  r = await call('browser_snapshot');
+  check(new RegExp(`textbox "Your name"[^\\n]*\\[ref=${field[1]}\\]: Ada Lovelace 42`).test(text(r)),
+    'browser_snapshot shows the typed text (same ref)', short(text(r)));
+
+  r = await call('browser_evaluate', { function: "() => document.querySelector('#name').value" });
+  check(!r.isError && text(r).trim() === '"Ada Lovelace 42"', 'browser_evaluate returns the field value', short(text(r)));
+  r = await call('browser_evaluate', { function: '(el) => el.id', ref: field[1] });
+  check(!r.isError && text(r).trim() === '"name"', 'browser_evaluate on a ref gets the element', short(text(r)));
+  r = await call('browser_evaluate', { function: '() => { throw new Error("boom"); }' });
+  check(r.isError && /boom/.test(text(r)), 'browser_evaluate reports a thrown error as isError', short(text(r)));
+
+  r = await call('browser_select_option', { ref: select[1], values: ['Blue'] });
+  check(!r.isError && /"blue"/.test(text(r)), 'browser_select_option by label', short(text(r)));
+  r = await call('browser_fill_form', { fields: [{ ref: box[1], type: 'checkbox', value: 'true' }] });
+  check(!r.isError && /checkbox "I agree" \[checked\]/.test(text(r)), 'browser_fill_form checks the checkbox', short(text(r)));
+  r = await call('browser_click', { ref: button[1], element: 'Greet button' });
+  check(!r.isError && /Hello, Ada Lovelace 42 \(blue, agreed\)/.test(text(r)), 'browser_click runs the page script (snapshot shows its output)', short(text(r)));
+  r = await call('browser_wait_for', { text: 'Hello, Ada', time: 5 });
+  check(!r.isError, 'browser_wait_for finds text on the page', short(text(r)));
+  r = await call('browser_console_messages');
+  check(/\[LOG\] form page loaded/.test(text(r)) && /greeted Ada Lovelace 42/.test(text(r)), 'browser_console_messages has the page logs', short(text(r)));
+
+  r = await call('browser_take_screenshot');
+  const img = (r.content || []).find((c) => c.type === 'image');
+  const png = img && Buffer.from(img.data, 'base64');
+  check(!r.isError && img?.mimeType === 'image/png' && png?.subarray(1, 4).toString() === 'PNG' && png.length > 2000,
+    `browser_take_screenshot returns a PNG image (${png?.length} bytes)`);
+  r = await call('browser_take_screenshot', { type: 'jpeg', fullPage: true });
+  const jpg = (r.content || []).find((c) => c.type === 'image');
+  check(!r.isError && jpg?.mimeType === 'image/jpeg' && Buffer.from(jpg.data, 'base64')[0] === 0xff, 'browser_take_screenshot fullPage jpeg');
+
+  // The page changes: the old refs must be refused with the documented words.
+  await call('browser_navigate', { url: page });
+  r = await call('browser_click', { ref: button[1] });
+  check(r.isError && text(r).includes(`ref ${button[1]} is stale: the page changed since the last browser_snapshot; take a new snapshot`),
+    'a stale ref gives the clear error', short(text(r)));
+  r = await call('browser_type', { ref: 'e999999', text: 'x' });
+  check(r.isError && /ref e999999 is unknown/.test(text(r)), 'an unknown ref gives an error', short(text(r)));
+  r = await call('browser_snapshot');
+  const fresh = /textbox "Your name"[^\n]*\[ref=(e\d+)\]/.exec(text(r));
+  check(fresh && fresh[1] !== field[1], 'a new snapshot hands out new refs', short(text(r)));
+  r = await call('browser_type', { ref: fresh?.[1] || 'e1', text: 'again', submit: true });
+  check(!r.isError && /Hello, again/.test(text(r)), 'browser_type with submit submits the form', short(text(r)));
+  r = await call('browser_press_key', { key: 'Control+a' });
+  check(!r.isError, 'browser_press_key Control+a', short(text(r)));
+
+  r = await call('browser_tabs', { action: 'new', url: 'about:blank' });
+  check(!r.isError && /- 1: \(current\)/.test(text(r)), 'browser_tabs new opens and selects a second tab', short(text(r)));
+  r = await call('browser_tabs', { action: 'close' });
+  check(!r.isError && /- 0: \(current\)/.test(text(r)) && !/- 1:/.test(text(r)), 'browser_tabs close returns to one tab', short(text(r)));
+  r = await call('browser_navigate_back');
+  check(!r.isError || /no previous page/.test(text(r)), 'browser_navigate_back answers', short(text(r)));
+
+  // Bad input: JSON-RPC errors, and the server keeps serving.
+  const rejects = async (p, name) => {
+    try {
+      const x = await p;
+      notOk(name, `answered ${short(JSON.stringify(x))}`);
+    } catch (e) {
+      check(e.code === -32602, name, `code ${e.code}: ${e.message}`);
+    }
+  };
+  await rejects(call('browser_frobnicate', {}), 'an unknown tool is a JSON-RPC -32602 error');
+  await rejects(call('browser_navigate', { url: 42 }), 'a wrong argument type is a JSON-RPC -32602 error');
+  await rejects(call('browser_click', {}), 'a missing required argument is a JSON-RPC -32602 error');
+  await rejects(call('browser_press_key', { key: 'NoSuchKey' }), 'an unknown key name is a JSON-RPC -32602 error');
+  r = await call('browser_navigate', { url: 'http://127.0.0.1:1/' });
+  check(r.isError || /chrome-error|refused/i.test(text(r)), 'a failed navigation is reported', short(text(r)));
+  r = await call('browser_navigate', { url: page });
+  check(!r.isError && /Form test/.test(text(r)), 'the server keeps serving after bad input', short(text(r)));
+} catch (e) {
+  notOk('the end-to-end run finished', e.stack || String(e));
+}
+await client.close();
+process.exit(failed ? 1 : 0);
