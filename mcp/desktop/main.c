@@ -1,0 +1,123 @@
+/* mcp-desktop: an MCP server (Streamable HTTP, port 8100) that lets an
+ * agent see and drive the sandbox's X display with the computer-use
+ * vocabulary models are trained on.  Options come through common/cfg
+ * (defaults < --config file < MCP_DESKTOP_* environment < flags). */
+#include "actions.h"
+#include "screen.h"
+#include "tools.h"
+
+#include "mcp/lib/mcp.h"
+
+#include "common/cfg.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct cfg_opt desk_opts[] = {
+	{"port", CFG_INT, "8100", "port of the MCP endpoint (/mcp); 0 picks one"},
+	{"listen", CFG_STR, NULL, "address to listen on (default: all)"},
+	{"display", CFG_STR, NULL, "X display (default: $DISPLAY)"},
+	{"allowed-hosts", CFG_STR, NULL,
+	 "extra host names accepted in Host/Origin, comma-separated (exact or *.suffix)"},
+	{"screen-size", CFG_STR, "",
+	 "WxH: scale screenshots to this size and read coordinates in it (e.g. 1024x768); "
+	 "default: the display's own size"},
+	{"settle", CFG_DURATION, "300ms",
+	 "pause between an action and the screenshot it returns"},
+	{"action-screenshot", CFG_BOOL, "true",
+	 "actions that change the screen answer with a screenshot"},
+	{"png-level", CFG_INT, "1", "zlib level of screenshots, 0-9 (1: fast)"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+/* "WxH" -> w, h; "" -> 0, 0.  -1 when malformed. */
+static int parse_size(const char *s, int *w, int *h)
+{
+	char tail;
+
+	*w = *h = 0;
+	if (!s || !*s)
+		return 0;
+	if (sscanf(s, "%dx%d%c", w, h, &tail) != 2 || *w < 16 || *h < 16 || *w > 8192 ||
+	    *h > 8192)
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg *c = cfg_new(desk_opts, ARRAY_LEN(desk_opts), "MCP_DESKTOP");
+	struct desk_actions_opts ao = {0};
+	struct desk_screen *scr = NULL;
+	struct desk_actions *act = NULL;
+	struct mcp_server *srv = NULL;
+	struct err e = ERR_INIT;
+	long long port, level;
+	int lvl, r, status = 1, w, h;
+
+	log_init("mcp-desktop", LOG_INFO, 2);
+	if (!c)
+		return 1;
+	r = cfg_load(c, argc, argv, &e);
+	if (r != 0) {
+		if (r < 0)
+			fprintf(stderr, "mcp-desktop: %s\n", e.msg);
+		cfg_free(c);
+		return r < 0 ? 2 : 0;
+	}
+	lvl = log_level_parse(cfg_str(c, "log-level"));
+	port = cfg_int(c, "port");
+	level = cfg_int(c, "png-level");
+	if (lvl < 0 || port < 0 || port > 65535 || level < 0 || level > 9 ||
+	    parse_size(cfg_str(c, "screen-size"), &ao.model_w, &ao.model_h) == -1 ||
+	    cfg_args(c, NULL)[0]) {
+		fprintf(stderr, "mcp-desktop: bad --log-level, --port, --png-level, --screen-size "
+				"(WxH) or extra arguments\n");
+		cfg_free(c);
+		return 2;
+	}
+	log_init("mcp-desktop", (enum log_level)lvl, 2);
+	signal(SIGPIPE, SIG_IGN);
+	ao.settle_ms = (long)cfg_duration_ms(c, "settle");
+	ao.screenshot_after = cfg_bool(c, "action-screenshot");
+	ao.png_level = (int)level;
+
+	scr = desk_screen_open(cfg_str(c, "display"), &e);
+	if (!scr)
+		goto out;
+	act = desk_actions_new(scr, &ao, &e);
+	if (!act)
+		goto out;
+	srv = mcp_server_new(&(struct mcp_server_opts){.name = "cloche-desktop",
+						      .version = "0.1.0",
+						      .instructions = "Computer use on a Linux "
+								      "desktop: take a screenshot "
+								      "first, then act on what "
+								      "it shows.",
+						      .listen = cfg_str(c, "listen"),
+						      .port = (int)port,
+						      .allowed_hosts = cfg_str(c, "allowed-hosts")},
+			     &e);
+	if (!srv || desk_tools_register(srv, act, &e) == -1)
+		goto out;
+	desk_screen_size(scr, &w, &h);
+	desk_actions_model_size(act, &ao.model_w, &ao.model_h);
+	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b}", "port",
+		 mcp_server_port(srv), "width", w, "height", h, "model_width", ao.model_w,
+		 "model_height", ao.model_h, "settle_ms", (json_int_t)ao.settle_ms,
+		 "action_screenshot", ao.screenshot_after);
+	status = mcp_server_run(srv) == 0 ? 0 : 1;
+out:
+	if (status && e.msg[0])
+		log_error("mcp-desktop failed", "{s:s}", "error", e.msg);
+	mcp_server_free(srv);
+	desk_tools_release();
+	desk_actions_free(act);
+	desk_screen_close(scr);
+	cfg_free(c);
+	return status;
+}

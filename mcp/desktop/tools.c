@@ -1,0 +1,342 @@
+/* Tool declarations and the glue from MCP calls to the action layer; see
+ * tools.h.  The schemas are written out as JSON text once, with the
+ * display size filled in, and live as long as the process. */
+#include "tools.h"
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COORD_SCHEMA(what)                                                                   \
+	"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,"  \
+	"\"description\":\"" what "\"}"
+#define TEXT_MOD_SCHEMA                                                                      \
+	"{\"type\":\"string\",\"description\":\"modifier keys to hold during the action, "    \
+	"e.g. shift, ctrl, alt, super, ctrl+shift\"}"
+
+/* Argument schemas, shared by the computer tool and the separate tools. */
+static const char *const prop_coordinate =
+	"\"coordinate\":" COORD_SCHEMA("[x, y] in screenshot pixels; default: where the pointer is");
+static const char *const prop_coordinate_req =
+	"\"coordinate\":" COORD_SCHEMA("[x, y] in screenshot pixels");
+static const char *const prop_start =
+	"\"start_coordinate\":" COORD_SCHEMA("[x, y] where the drag starts; default: where the pointer is");
+static const char *const prop_mods = "\"text\":" TEXT_MOD_SCHEMA;
+static const char *const prop_direction =
+	"\"scroll_direction\":{\"type\":\"string\",\"enum\":[\"up\",\"down\",\"left\",\"right\"]}";
+static const char *const prop_amount =
+	"\"scroll_amount\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":100,"
+	"\"description\":\"wheel clicks; default 3\"}";
+static const char *const prop_duration =
+	"\"duration\":{\"type\":\"number\",\"minimum\":0,\"maximum\":100,\"description\":\"seconds\"}";
+static const char *const prop_region =
+	"\"region\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":4,"
+	"\"maxItems\":4,\"description\":\"[x0, y0, x1, y1] in screenshot pixels, x1 and y1 "
+	"exclusive\"}";
+static const char *const prop_scale =
+	"\"scale\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":8,\"description\":"
+	"\"size of the zoomed image relative to the region's real pixels; default 1\"}";
+static const char *const prop_key_text =
+	"\"text\":{\"type\":\"string\",\"description\":\"xdotool-style keys: Return, ctrl+l, "
+	"ctrl+shift+t, super, Page_Down, F5; several separated by spaces are pressed in turn\"}";
+static const char *const prop_type_text =
+	"\"text\":{\"type\":\"string\",\"description\":\"the text to type, any Unicode; "
+	"newlines press Return\"}";
+static const char *const prop_hold_text =
+	"\"text\":{\"type\":\"string\",\"description\":\"keys to hold, e.g. shift or ctrl+alt\"}";
+
+struct tool_def {
+	enum desk_action act;
+	const char *summary;
+	const char *required[3]; /* NULL-terminated */
+	bool read_only;
+};
+
+static const struct tool_def defs[] = {
+	{DESK_SCREENSHOT, "Take a PNG screenshot of the whole display.", {NULL}, true},
+	{DESK_MOUSE_MOVE, "Move the pointer.", {"coordinate", NULL}, false},
+	{DESK_LEFT_CLICK, "Click the left button.", {NULL}, false},
+	{DESK_RIGHT_CLICK, "Click the right button.", {NULL}, false},
+	{DESK_MIDDLE_CLICK, "Click the middle button.", {NULL}, false},
+	{DESK_DOUBLE_CLICK, "Double-click the left button.", {NULL}, false},
+	{DESK_TRIPLE_CLICK, "Triple-click the left button (selects a line).", {NULL},
+	 false},
+	{DESK_LEFT_CLICK_DRAG, "Press the left button at start_coordinate, move to coordinate, "
+			       "release.", {"coordinate", NULL}, false},
+	{DESK_LEFT_MOUSE_DOWN, "Press (and keep pressed) the left button.", {NULL},
+	 false},
+	{DESK_LEFT_MOUSE_UP, "Release the left button.", {NULL}, false},
+	{DESK_SCROLL, "Turn the wheel scroll_amount clicks in scroll_direction at coordinate.",
+	 {"scroll_direction", NULL}, false},
+	{DESK_KEY, "Press a key or key combination.", {"text", NULL}, false},
+	{DESK_TYPE, "Type text exactly, any Unicode characters included.", {"text", NULL},
+	 false},
+	{DESK_HOLD_KEY, "Hold keys down for duration seconds.", {"text", "duration", NULL},
+	 false},
+	{DESK_WAIT, "Wait duration seconds, then take a screenshot.", {"duration", NULL},
+	 true},
+	{DESK_CURSOR_POSITION, "Tell where the pointer is (X=..,Y=..).", {NULL}, true},
+	{DESK_ZOOM, "A PNG of one region of the display at full resolution.", {"region", NULL}, true},
+};
+
+/* The properties each action takes. */
+static void props_of(enum desk_action act, const char **p)
+{
+	int n = 0;
+
+	switch (act) {
+	case DESK_MOUSE_MOVE:
+		p[n++] = prop_coordinate_req;
+		break;
+	case DESK_LEFT_CLICK:
+	case DESK_RIGHT_CLICK:
+	case DESK_MIDDLE_CLICK:
+	case DESK_DOUBLE_CLICK:
+	case DESK_TRIPLE_CLICK:
+	case DESK_LEFT_MOUSE_DOWN:
+	case DESK_LEFT_MOUSE_UP:
+		p[n++] = prop_coordinate;
+		p[n++] = prop_mods;
+		break;
+	case DESK_LEFT_CLICK_DRAG:
+		p[n++] = prop_start;
+		p[n++] = prop_coordinate_req;
+		p[n++] = prop_mods;
+		break;
+	case DESK_SCROLL:
+		p[n++] = prop_coordinate;
+		p[n++] = prop_direction;
+		p[n++] = prop_amount;
+		p[n++] = prop_mods;
+		break;
+	case DESK_KEY:
+		p[n++] = prop_key_text;
+		break;
+	case DESK_TYPE:
+		p[n++] = prop_type_text;
+		break;
+	case DESK_HOLD_KEY:
+		p[n++] = prop_hold_text;
+		p[n++] = prop_duration;
+		break;
+	case DESK_WAIT:
+		p[n++] = prop_duration;
+		break;
+	case DESK_ZOOM:
+		p[n++] = prop_region;
+		p[n++] = prop_scale;
+		break;
+	default:
+		break;
+	}
+	p[n] = NULL;
+}
+
+/* --- handlers ------------------------------------------------------------ */
+
+static bool ctx_cancelled(void *ud)
+{
+	return mcp_call_cancelled(ud);
+}
+
+static void ctx_progress(void *ud, double done, double total, const char *msg)
+{
+	mcp_call_progress(ud, done, total, msg);
+}
+
+static int answer(struct desk_reply *r, struct mcp_result *res)
+{
+	if (r->failed) {
+		mcp_result_error(res, "%s", r->text);
+		return 0;
+	}
+	if (r->text[0])
+		mcp_result_text(res, "%s", r->text);
+	if (r->png)
+		mcp_result_image(res, r->png, r->png_len, "image/png");
+	if (r->has_cursor)
+		mcp_result_structured(res, json_pack("{s:i, s:i, s:i, s:i}", "x", r->cursor_x, "y",
+						     r->cursor_y, "display_width_px", r->display_w,
+						     "display_height_px", r->display_h));
+	else if (r->png)
+		mcp_result_structured(res, json_pack("{s:i, s:i, s:i, s:i}", "display_width_px",
+						     r->display_w, "display_height_px",
+						     r->display_h, "image_width_px", r->png_w,
+						     "image_height_px", r->png_h));
+	return 0;
+}
+
+static int computer_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
+		       struct err *e)
+{
+	struct desk_actions *a = mcp_call_ud(call);
+	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call};
+	struct desk_reply r;
+	int rc = desk_actions_run_json(a, args, &ctx, &r, e);
+
+	if (rc == 0)
+		answer(&r, res);
+	desk_reply_free(&r);
+	return rc;
+}
+
+/* One per action, so the separate tools' handlers know theirs. */
+struct single {
+	struct desk_actions *a;
+	enum desk_action act;
+};
+
+static struct single singles[DESK_ACTION_COUNT];
+
+static int single_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
+		     struct err *e)
+{
+	const struct single *s = mcp_call_ud(call);
+	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call};
+	struct desk_reply r;
+	json_t *empty = NULL;
+	int rc;
+
+	if (!args)
+		args = empty = json_object();
+	rc = desk_actions_run(s->a, s->act, args, &ctx, &r, e);
+	if (rc == 0)
+		answer(&r, res);
+	desk_reply_free(&r);
+	json_decref(empty);
+	return rc;
+}
+
+/* --- registration -------------------------------------------------------- */
+
+/* Appends "{"type":"object","properties":{...},"required":[...]}". */
+static int schema(struct buf *b, const char *const *props, const char *const *req,
+		  const char *action_prop, struct err *e)
+{
+	bool first = true;
+
+	if (buf_appends(b, "{\"type\":\"object\",\"properties\":{", e) == -1)
+		return -1;
+	if (action_prop) {
+		if (buf_appends(b, action_prop, e) == -1)
+			return -1;
+		first = false;
+	}
+	for (int i = 0; props[i]; i++) {
+		if (buf_appendf(b, e, "%s%s", first ? "" : ",", props[i]) == -1)
+			return -1;
+		first = false;
+	}
+	if (buf_appends(b, "},\"required\":[", e) == -1)
+		return -1;
+	for (int i = 0; req[i]; i++)
+		if (buf_appendf(b, e, "%s\"%s\"", i ? "," : "", req[i]) == -1)
+			return -1;
+	return buf_appends(b, "]}", e);
+}
+
+/* Strings handed to the server must outlive it: they are kept here. */
+static char *kept[2 * DESK_ACTION_COUNT + 4];
+static size_t nkept;
+
+static char *keep(struct buf *b)
+{
+	char *s = buf_take(b, NULL);
+
+	if (nkept < ARRAY_LEN(kept))
+		kept[nkept++] = s;
+	return s;
+}
+
+void desk_tools_release(void)
+{
+	while (nkept > 0)
+		free(kept[--nkept]);
+}
+
+static int register_computer(struct mcp_server *srv, struct desk_actions *a, int w, int h,
+			     struct err *e)
+{
+	AUTOBUF struct buf sch = BUF_INIT(1 << 16);
+	AUTOBUF struct buf desc = BUF_INIT(1 << 14);
+	AUTOBUF struct buf action = BUF_INIT(4096);
+	/* Every property any action takes, once each. */
+	const char *all[] = {prop_coordinate, prop_start, prop_mods, prop_direction,
+			     prop_amount,    prop_duration, prop_region, prop_scale, NULL};
+	const char *req[] = {"action", NULL};
+	struct mcp_tool t = {0};
+
+	if (buf_appends(&action, "\"action\":{\"type\":\"string\",\"enum\":[", e) == -1)
+		return -1;
+	for (int i = 0; i < DESK_ACTION_COUNT; i++)
+		if (buf_appendf(&action, e, "%s\"%s\"", i ? "," : "",
+				desk_action_name((enum desk_action)i)) == -1)
+			return -1;
+	if (buf_appends(&action, "]}", e) == -1 || schema(&sch, all, req, action.data, e) == -1)
+		return -1;
+	if (buf_appendf(&desc, e,
+			"Use a mouse and keyboard to interact with a Linux desktop (Chromium on "
+			"X), and take screenshots.  The display is %dx%d pixels "
+			"(display_width_px=%d, display_height_px=%d); coordinates are [x, y] in "
+			"screenshot pixels from the top left.  Actions: screenshot; mouse_move "
+			"(coordinate); left_click, right_click, middle_click, double_click, "
+			"triple_click, left_mouse_down, left_mouse_up (coordinate optional, text = "
+			"modifiers to hold such as shift or ctrl); left_click_drag "
+			"(start_coordinate, coordinate); scroll (coordinate, scroll_direction "
+			"up|down|left|right, scroll_amount, text = modifiers); key (text: "
+			"xdotool-style keys such as Return, ctrl+l, ctrl+shift+t, super, "
+			"Page_Down); type (text, any Unicode); hold_key (text, duration s); wait "
+			"(duration s, at most 100); cursor_position; zoom (region [x0, y0, x1, y1] "
+			"-> PNG of that region at full resolution, scale optional).  Actions that "
+			"change the screen answer with a screenshot taken shortly after.",
+			w, h, w, h) == -1)
+		return -1;
+	t.name = "computer";
+	t.title = "Computer";
+	t.description = keep(&desc);
+	t.input_schema = keep(&sch);
+	t.read_only = false;
+	t.destructive = false;
+	t.fn = computer_fn;
+	t.ud = a;
+	return mcp_server_add_tool(srv, &t, e);
+}
+
+int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct err *e)
+{
+	int w, h;
+
+	desk_actions_model_size(a, &w, &h);
+	if (register_computer(srv, a, w, h, e) == -1)
+		return err_wrap(e, "tool computer");
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
+		const struct tool_def *d = &defs[i];
+		AUTOBUF struct buf sch = BUF_INIT(1 << 14);
+		AUTOBUF struct buf desc = BUF_INIT(4096);
+		const char *props[8];
+		struct mcp_tool t = {0};
+
+		props_of(d->act, props);
+		if (schema(&sch, props, d->required, NULL, e) == -1 ||
+		    buf_appendf(&desc, e,
+				"%s The display is %dx%d pixels (display_width_px=%d, "
+				"display_height_px=%d); coordinates are [x, y] in screenshot "
+				"pixels.",
+				d->summary, w, h, w, h) == -1)
+			return err_wrap(e, "tool %s", desk_action_name(d->act));
+		singles[d->act] = (struct single){a, d->act};
+		t.name = desk_action_name(d->act);
+		t.description = keep(&desc);
+		t.input_schema = keep(&sch);
+		t.read_only = d->read_only;
+		t.fn = single_fn;
+		t.ud = &singles[d->act];
+		if (mcp_server_add_tool(srv, &t, e) == -1)
+			return err_wrap(e, "tool %s", t.name);
+	}
+	return 0;
+}

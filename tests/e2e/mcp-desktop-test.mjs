@@ -1,0 +1,222 @@
+// mcp-desktop end to end with the official MCP TypeScript SDK client
+// (Client + StreamableHTTPClientTransport): lists the tools, takes a
+// screenshot and decodes the PNG here (zlib inflate + unfiltering) to check
+// its size and that it shows Chromium with the start page, clicks into the
+// start page's text field, types non-ASCII text and sees the field change,
+// clears it with ctrl+a and BackSpace, moves the pointer and reads it back,
+// zooms a region, and checks that bad calls are refused with clear errors
+// while the server keeps serving.  Prints "ok - ..." / "not ok - ..." lines.
+//
+//   node mcp-desktop-test.mjs --url URL [--width 1280 --height 800]
+//                             [--real-width W --real-height H] [--out DIR]
+//                             [--type TEXT] [--bench N]
+//
+// --type TEXT: only click into the field and type TEXT (the host test then
+// reads the exact text back from the page).  --bench N: only time N
+// screenshot calls and print {"p50_ms","p99_ms",...} as JSON.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { writeFileSync } from 'node:fs';
+import { inflateSync } from 'node:zlib';
+import { frameStats, looksLikeDesktop } from './lib/frame.mjs';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+let failed = 0;
+const ok = (name) => console.log(`ok - ${name}`);
+const notOk = (name, why) => { console.log(`not ok - ${name}`); if (why) console.log(`#   ${why}`); failed++; };
+const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
+const W = Number(args.width || 1280);
+const H = Number(args.height || 800);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// PNG -> {w, h, data: RGBA}.  Handles what mcp-desktop writes (8-bit RGB or
+// RGBA, not interlaced) with all five row filters.
+export function decodePng(buf) {
+  if (buf.readUInt32BE(0) !== 0x89504e47 || buf.readUInt32BE(4) !== 0x0d0a1a0a) throw new Error('not a PNG');
+  let off = 8; let w = 0; let h = 0; let ct = 0; const idat = [];
+  while (off < buf.length) {
+    const len = buf.readUInt32BE(off); const type = buf.toString('latin1', off + 4, off + 8);
+    const body = buf.subarray(off + 8, off + 8 + len);
+    if (type === 'IHDR') {
+      w = body.readUInt32BE(0); h = body.readUInt32BE(4); ct = body[9];
+      if (body[8] !== 8 || (ct !== 2 && ct !== 6) || body[12] !== 0) throw new Error('unsupported PNG format');
+    } else if (type === 'IDAT') idat.push(body);
+    else if (type === 'IEND') break;
+    off += 12 + len;
+  }
+  const bpp = ct === 2 ? 3 : 4; const stride = w * bpp;
+  const raw = inflateSync(Buffer.concat(idat));
+  if (raw.length !== h * (stride + 1)) throw new Error(`PNG data is ${raw.length} bytes, want ${h * (stride + 1)}`);
+  const cur = new Uint8Array(h * stride);
+  for (let y = 0; y < h; y++) {
+    const f = raw[y * (stride + 1)]; const src = y * (stride + 1) + 1; const o = y * stride;
+    for (let x = 0; x < stride; x++) {
+      const a = x >= bpp ? cur[o + x - bpp] : 0; const b = y ? cur[o - stride + x] : 0;
+      const c = x >= bpp && y ? cur[o - stride + x - bpp] : 0; let v = raw[src + x];
+      if (f === 1) v += a;
+      else if (f === 2) v += b;
+      else if (f === 3) v += (a + b) >> 1;
+      else if (f === 4) { const p = a + b - c; const pa = Math.abs(p - a); const pb = Math.abs(p - b); const pc = Math.abs(p - c); v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c; } else if (f !== 0) throw new Error(`bad filter ${f}`);
+      cur[o + x] = v & 255;
+    }
+  }
+  const data = new Uint8Array(w * h * 4);
+  for (let i = 0, j = 0; i < w * h; i++, j += bpp) {
+    data[i * 4] = cur[j]; data[i * 4 + 1] = cur[j + 1]; data[i * 4 + 2] = cur[j + 2]; data[i * 4 + 3] = 255;
+  }
+  return { w, h, data };
+}
+
+const images = (res) => (res.content || []).filter((c) => c.type === 'image');
+const texts = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+let shots = 0;
+function png(res) {
+  const img = images(res)[0];
+  if (!img || img.mimeType !== 'image/png') return null;
+  const buf = Buffer.from(img.data, 'base64');
+  if (args.out) writeFileSync(`${args.out}/mcp-desktop-${shots++}.png`, buf);
+  return decodePng(buf);
+}
+// Pixels that differ (any channel by more than 24) inside box between frames.
+function diff(a, b, box) {
+  let n = 0;
+  for (let y = box.y0 + 3; y <= box.y1 - 3; y++) {
+    for (let x = box.x0 + 3; x <= box.x1 - 3; x++) {
+      const i = (y * a.w + x) * 4;
+      if (Math.abs(a.data[i] - b.data[i]) > 24 || Math.abs(a.data[i + 1] - b.data[i + 1]) > 24 || Math.abs(a.data[i + 2] - b.data[i + 2]) > 24) n++;
+    }
+  }
+  return n;
+}
+
+const client = new Client({ name: 'cloche-mcp-desktop-test', version: '1.0.0' });
+const transport = new StreamableHTTPClientTransport(new URL(args.url));
+const call = (name, a = {}) => client.callTool({ name, arguments: a });
+// Resolves to the JSON-RPC error (code, message) of a call that must fail.
+const refused = (name, a) => call(name, a).then((res) => ({ res }), (err) => ({ code: err.code, message: String(err.message) }));
+const computer = (a) => call('computer', a);
+
+try {
+  await client.connect(transport);
+
+  if (args.bench) {
+    const n = Number(args.bench); const ms = []; let bytes = 0;
+    for (let i = 0; i < n + 3; i++) {
+      const t0 = performance.now();
+      const res = await computer({ action: 'screenshot' });
+      const t = performance.now() - t0;
+      if (i >= 3) { ms.push(t); bytes = Buffer.from(images(res)[0].data, 'base64').length; }
+    }
+    ms.sort((a, b) => a - b);
+    const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];
+    console.log(JSON.stringify({ calls: n, p50_ms: +q(0.5).toFixed(1), p99_ms: +q(0.99).toFixed(1), max_ms: +ms[ms.length - 1].toFixed(1), png_bytes: bytes }));
+    process.exit(0);
+  }
+
+  const first = png(await computer({ action: 'screenshot' }));
+  const st0 = first && frameStats(first.w, first.h, first.data);
+  const field = st0 && st0.field;
+  if (args.type !== undefined) {
+    check(field, 'found the page text field');
+    if (!field) throw new Error('no field');
+    await computer({ action: 'left_click', coordinate: [Math.round((field.x0 + field.x1) / 2), Math.round((field.y0 + field.y1) / 2)] });
+    await call('key', { text: 'ctrl+a BackSpace' });
+    const res = await call('type', { text: args.type });
+    check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}"`);
+    process.exit(failed ? 1 : 0);
+  }
+
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  const want = ['computer', 'screenshot', 'mouse_move', 'left_click', 'right_click', 'middle_click', 'double_click',
+    'triple_click', 'left_click_drag', 'left_mouse_down', 'left_mouse_up', 'scroll', 'key', 'type', 'hold_key', 'wait',
+    'cursor_position', 'zoom'];
+  check(want.every((n) => names.includes(n)), `tools/list has computer and every action as a tool (${names.length} tools)`, `missing: ${want.filter((n) => !names.includes(n))}`);
+  const comp = tools.find((t) => t.name === 'computer');
+  check(comp && comp.inputSchema.properties.action.enum.length === 17, 'the computer tool declares its 17 actions');
+  check(comp && comp.description.includes(`display_width_px=${W}`) && comp.description.includes(`display_height_px=${H}`), `the computer tool names the display size ${W}x${H}`);
+
+  check(first && first.w === W && first.h === H, `screenshot is a PNG of ${W}x${H}`, first ? `got ${first.w}x${first.h}` : 'no PNG');
+  let st = st0; let shot = first;
+  // Chromium may still be painting right after boot: give it a few tries.
+  for (let i = 0; i < 20 && !(looksLikeDesktop(st) && st.field); i++) {
+    await sleep(500);
+    shot = png(await call('screenshot'));
+    st = frameStats(shot.w, shot.h, shot.data);
+  }
+  check(looksLikeDesktop(st), `the screenshot shows Chromium with the start page (${st.colours} colours, toolbar ${Math.round(st.toolbarLight * 100)}% light, page ${Math.round(st.pageBlue * 100)}% blue)`);
+  const box = st.field;
+  check(box, `found the start page's text field${box ? ` at ${box.x0},${box.y0}-${box.x1},${box.y1}` : ''}`);
+  if (!box) throw new Error('no text field');
+  const before = shot;
+  const cx = Math.round((box.x0 + box.x1) / 2); const cy = Math.round((box.y0 + box.y1) / 2);
+
+  let res = await computer({ action: 'left_click', coordinate: [cx, cy] });
+  check(!res.isError && /left_click at/.test(texts(res)) && images(res).length === 1, `left_click answers with text and a screenshot ("${texts(res)}")`);
+  res = await computer({ action: 'type', text: 'héllo € cloche ÄÖÜ' });
+  check(!res.isError && /typed 18 of 18/.test(texts(res)), `type of non-ASCII text answers "${texts(res)}"`);
+  let typed; let changed = 0;
+  for (let i = 0; i < 10 && changed < 150; i++) {
+    typed = png(await computer({ action: 'wait', duration: 0.5 }));
+    changed = diff(before, typed, box);
+  }
+  check(changed >= 150, `the text field changed on a later screenshot (${changed} pixels)`);
+
+  res = await call('key', { text: 'ctrl+a' });
+  check(!res.isError, 'key ctrl+a (the separate key tool)');
+  res = await call('key', { text: 'BackSpace' });
+  check(!res.isError, 'key BackSpace');
+  let cleared; let left = Infinity;
+  for (let i = 0; i < 10 && left > changed / 4; i++) {
+    cleared = png(await computer({ action: 'wait', duration: 0.5 }));
+    left = diff(before, cleared, box);
+  }
+  check(left <= changed / 4, `ctrl+a then BackSpace clears the field (${left} pixels differ from before typing, ${changed} did after)`);
+
+  res = await computer({ action: 'mouse_move', coordinate: [123, 456] });
+  check(!res.isError, 'mouse_move to 123,456');
+  res = await computer({ action: 'cursor_position' });
+  check(texts(res) === 'X=123,Y=456', `cursor_position answers "${texts(res)}"`);
+  check(res.structuredContent && res.structuredContent.x === 123 && res.structuredContent.y === 456, 'cursor_position has structured x, y');
+  res = await call('cursor_position');
+  check(texts(res) === 'X=123,Y=456', 'the separate cursor_position tool agrees');
+
+  res = await computer({ action: 'zoom', region: [100, 100, 300, 250] });
+  const z = png(res);
+  check(z && z.w === 200 && z.h === 150, `zoom [100,100,300,250] is a PNG of 200x150${z ? ` (got ${z.w}x${z.h})` : ''}`);
+  res = await call('zoom', { region: [0, 0, 64, 32], scale: 2 });
+  const z2 = png(res);
+  check(z2 && z2.w === 128 && z2.h === 64, 'zoom with scale 2 doubles the region');
+
+  res = await computer({ action: 'scroll', coordinate: [cx, cy], scroll_direction: 'down', scroll_amount: 2 });
+  check(!res.isError && /scrolled down 2/.test(texts(res)), `scroll answers "${texts(res)}"`);
+
+  // Bad input: JSON-RPC -32602 with a message that says what is wrong.
+  const bad = [
+    ['computer', { action: 'fly' }, /action/],
+    ['computer', {}, /action/],
+    ['computer', { action: 'left_click', coordinate: 'middle' }, /coordinate/],
+    ['computer', { action: 'left_click', coordinate: [W, 10] }, /outside the display/],
+    ['computer', { action: 'mouse_move', coordinate: [-1, 5] }, /outside the display/],
+    ['computer', { action: 'mouse_move' }, /coordinate/],
+    ['computer', { action: 'key', text: 'ctrl+nosuchkey' }, /unknown key name/],
+    ['computer', { action: 'type', text: 42 }, /text/],
+    ['computer', { action: 'wait', duration: 1000 }, /duration/],
+    ['computer', { action: 'scroll', scroll_direction: 'sideways' }, /scroll_direction/],
+    ['computer', { action: 'zoom', region: [10, 10, 5, 5] }, /region/],
+    ['left_click', { text: 'a' }, /modifier/],
+  ];
+  for (const [name, a, re] of bad) {
+    const r = await refused(name, a);
+    check(r.code === -32602 && re.test(r.message), `${name} ${JSON.stringify(a)} is refused with -32602 (${r.code}: ${(r.message || '').slice(0, 90)})`);
+  }
+  res = await call('screenshot');
+  const again = png(res);
+  check(again && again.w === W, 'the server keeps serving after bad calls');
+} catch (err) {
+  notOk(`mcp-desktop session: ${err.message}`);
+} finally {
+  await client.close().catch(() => {});
+}
+process.exit(failed ? 1 : 0);
