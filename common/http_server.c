@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <libwebsockets.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,8 +32,16 @@ struct hsrv_route {
 	void *ud;
 };
 
+struct hsrv_task {
+	struct hsrv_task *next;
+	hsrv_task_fn fn;
+	void *ud;
+};
+
 struct hsrv {
 	struct lws_context *ctx;
+	pthread_mutex_t tasks_mu;
+	struct hsrv_task *tasks, *tasks_tail;
 	struct lws_vhost *vh;
 	struct lws_protocols protocols[3];
 	struct hsrv_route routes[HSRV_MAX_ROUTES];
@@ -53,8 +62,23 @@ struct hsrv_watch {
 	void *ud;
 };
 
+/* A deferred answer: owned jointly by its connection (until it closes or
+ * has written everything) and by the owner (until reply or end). */
+struct hsrv_defer {
+	struct lws *wsi;      /* NULL once the connection is gone */
+	hsrv_gone_cb gone;
+	void *ud;
+	bool owner_done;      /* reply/end was called */
+	bool streaming;       /* the head was queued */
+	bool last;            /* nothing more will be queued */
+	/* Bytes to send: LWS_PRE headroom, then q_len bytes from q_off. */
+	unsigned char *q;
+	size_t q_off, q_len, q_cap;
+};
+
 /* Per-connection state, zeroed by lws for each new connection. */
 struct hsrv_conn {
+	struct hsrv_defer *defer;
 	char method[16];
 	char *path;
 	char *query;
@@ -67,8 +91,32 @@ struct hsrv_conn {
 	size_t out_sent;
 };
 
+static void defer_free(struct hsrv_defer *d)
+{
+	free(d->q);
+	free(d);
+}
+
+/* The connection lets go of its deferred answer. */
+static void conn_drop_defer(struct hsrv_conn *c)
+{
+	struct hsrv_defer *d = c->defer;
+
+	if (!d)
+		return;
+	c->defer = NULL;
+	d->wsi = NULL;
+	if (d->owner_done) {
+		defer_free(d);
+		return;
+	}
+	if (d->gone)
+		d->gone(d->ud);
+}
+
 static void conn_reset(struct hsrv_conn *c)
 {
+	conn_drop_defer(c);
 	free(c->path);
 	free(c->query);
 	free(c->body);
@@ -119,6 +167,46 @@ void hsrv_resp_error(struct hsrv_resp *r, int status, const char *code, const ch
 					    message ? message : ""));
 }
 
+int hsrv_resp_header(struct hsrv_resp *r, const char *name, const char *value)
+{
+	size_t at = strlen(r->headers);
+	int n = snprintf(r->headers + at, sizeof(r->headers) - at, "%s: %s\r\n", name, value);
+
+	if (n < 0 || (size_t)n >= sizeof(r->headers) - at) {
+		r->headers[at] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds the "name: value\r\n" lines of hdrs through lws.  Returns 0 or -1. */
+static int add_extra_headers(struct lws *wsi, const char *hdrs, unsigned char **p,
+			     unsigned char *end)
+{
+	const char *line = hdrs;
+
+	while (line && *line) {
+		const char *eol = strstr(line, "\r\n"), *colon = strchr(line, ':');
+		char name[128];
+		const char *v;
+
+		if (!eol || !colon || colon > eol || (size_t)(colon - line) + 2 > sizeof(name))
+			return -1;
+		memcpy(name, line, (size_t)(colon - line) + 1);
+		name[colon - line + 1] = '\0';
+		for (char *k = name; *k; k++)
+			*k = (char)(*k >= 'A' && *k <= 'Z' ? *k + 32 : *k);
+		v = colon + 1;
+		while (*v == ' ')
+			v++;
+		if (lws_add_http_header_by_name(wsi, (const unsigned char *)name,
+						(const unsigned char *)v, (int)(eol - v), p, end))
+			return -1;
+		line = eol + 2;
+	}
+	return 0;
+}
+
 /* Formats the answer into c->out: LWS_PRE, status line and headers from lws's
  * helpers, then the body.  Returns 0 or -1. */
 static int conn_prepare(struct lws *wsi, struct hsrv_conn *c, struct hsrv_resp *r)
@@ -135,6 +223,7 @@ static int conn_prepare(struct lws *wsi, struct hsrv_conn *c, struct hsrv_resp *
 					r->body_len, &p, end) ||
 	    lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
 					(const unsigned char *)"no-store", 8, &p, end) ||
+	    add_extra_headers(wsi, r->headers, &p, end) ||
 	    lws_finalize_http_header(wsi, &p, end)) {
 		free(buf);
 		return -1;
@@ -181,6 +270,12 @@ static void conn_dispatch(struct hsrv *srv, struct lws *wsi, struct hsrv_conn *c
 			hsrv_resp_error(&resp, path_seen ? 405 : 404, NULL,
 					path_seen ? "method not allowed on this path" : "no such path");
 	}
+	if (c->defer) {
+		/* Answered later; a slow answer must not be cut by lws timeouts. */
+		free(resp.body);
+		lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+		return;
+	}
 	if (!resp.body) {
 		resp.body = strdup("");
 		if (!resp.body)
@@ -191,6 +286,176 @@ static void conn_dispatch(struct hsrv *srv, struct lws *wsi, struct hsrv_conn *c
 	else
 		log_error("http answer does not fit", "{s:s}", "path", req.path);
 	free(resp.body);
+}
+
+struct hsrv_defer *hsrv_defer(const struct hsrv_req *req, hsrv_gone_cb gone, void *ud)
+{
+	struct lws *wsi = req->conn;
+	struct hsrv_conn *c = lws_wsi_user(wsi);
+	struct hsrv_defer *d;
+
+	if (!c || c->defer)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->wsi = wsi;
+	d->gone = gone;
+	d->ud = ud;
+	c->defer = d;
+	return d;
+}
+
+bool hsrv_defer_alive(const struct hsrv_defer *d)
+{
+	return d && d->wsi;
+}
+
+int hsrv_defer_reply(struct hsrv_defer *d, struct hsrv_resp *resp)
+{
+	struct hsrv_conn *c;
+	int rc = -1;
+
+	if (d->wsi && !d->streaming) {
+		c = lws_wsi_user(d->wsi);
+		if (!resp->body)
+			resp->body = strdup("");
+		if (resp->body && conn_prepare(d->wsi, c, resp) == 0) {
+			lws_callback_on_writable(d->wsi);
+			rc = 0;
+		}
+		c->defer = NULL;
+	}
+	free(resp->body);
+	resp->body = NULL;
+	if (d->wsi && rc) /* the answer did not fit: there is none to give */
+		lws_set_timeout(d->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+	defer_free(d);
+	return rc;
+}
+
+/* Appends n bytes to d's queue and asks for a writeable callback. */
+static int defer_queue(struct hsrv_defer *d, const void *p, size_t n)
+{
+	if (!d->wsi || d->last)
+		return -1;
+	if (d->q_off && LWS_PRE + d->q_off + d->q_len + n > d->q_cap) {
+		memmove(d->q + LWS_PRE, d->q + LWS_PRE + d->q_off, d->q_len);
+		d->q_off = 0;
+	}
+	if (LWS_PRE + d->q_off + d->q_len + n > d->q_cap) {
+		size_t cap = (LWS_PRE + d->q_len + n) * 2;
+		unsigned char *nq = realloc(d->q, cap);
+		if (!nq)
+			return -1;
+		d->q = nq;
+		d->q_cap = cap;
+	}
+	memcpy(d->q + LWS_PRE + d->q_off + d->q_len, p, n);
+	d->q_len += n;
+	lws_callback_on_writable(d->wsi);
+	return 0;
+}
+
+int hsrv_defer_stream(struct hsrv_defer *d, int status, const char *ctype,
+		      const struct hsrv_resp *hdrs)
+{
+	unsigned char head[LWS_PRE + 2048], *start = head + LWS_PRE, *p = start;
+	unsigned char *end = head + sizeof(head) - 1;
+
+	if (!d->wsi || d->streaming)
+		return -1;
+	if (lws_add_http_common_headers(d->wsi, (unsigned)status, ctype,
+					LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
+	    lws_add_http_header_by_name(d->wsi, (const unsigned char *)"cache-control:",
+					(const unsigned char *)"no-cache", 8, &p, end) ||
+	    (hdrs && add_extra_headers(d->wsi, hdrs->headers, &p, end)) ||
+	    lws_finalize_http_header(d->wsi, &p, end))
+		return -1;
+	d->streaming = true;
+	return defer_queue(d, start, (size_t)(p - start));
+}
+
+int hsrv_defer_write(struct hsrv_defer *d, const void *p, size_t n)
+{
+	if (!d->streaming)
+		return -1;
+	return n ? defer_queue(d, p, n) : 0;
+}
+
+void hsrv_defer_end(struct hsrv_defer *d)
+{
+	d->owner_done = true;
+	d->last = true;
+	if (!d->wsi) {
+		defer_free(d);
+		return;
+	}
+	if (!d->streaming) {
+		/* Nothing was started: there is no answer to give, so close. */
+		lws_set_timeout(d->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+		return;
+	}
+	lws_callback_on_writable(d->wsi);
+}
+
+/* Sends the next piece of a stream.  Returns -1 to close the connection. */
+static int defer_send(struct lws *wsi, struct hsrv_conn *c)
+{
+	struct hsrv_defer *d = c->defer;
+	size_t n;
+
+	if (d->q_len) {
+		n = d->q_len > HSRV_CHUNK ? HSRV_CHUNK : d->q_len;
+		if (lws_write(wsi, d->q + LWS_PRE + d->q_off, n, LWS_WRITE_HTTP) < 0)
+			return -1;
+		d->q_off += n;
+		d->q_len -= n;
+		if (!d->q_len)
+			d->q_off = 0;
+	}
+	if (d->q_len) {
+		lws_callback_on_writable(wsi);
+		return 0;
+	}
+	/* A stream has no length: its end is the end of the connection. */
+	return d->last ? -1 : 0;
+}
+
+static void tasks_run(struct hsrv *srv)
+{
+	struct hsrv_task *t;
+
+	pthread_mutex_lock(&srv->tasks_mu);
+	t = srv->tasks;
+	srv->tasks = srv->tasks_tail = NULL;
+	pthread_mutex_unlock(&srv->tasks_mu);
+	while (t) {
+		struct hsrv_task *next = t->next;
+		t->fn(t->ud);
+		free(t);
+		t = next;
+	}
+}
+
+int hsrv_post(struct hsrv *srv, hsrv_task_fn fn, void *ud)
+{
+	struct hsrv_task *t = malloc(sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->next = NULL;
+	t->fn = fn;
+	t->ud = ud;
+	pthread_mutex_lock(&srv->tasks_mu);
+	if (srv->tasks_tail)
+		srv->tasks_tail->next = t;
+	else
+		srv->tasks = t;
+	srv->tasks_tail = t;
+	pthread_mutex_unlock(&srv->tasks_mu);
+	lws_cancel_service(srv->ctx);
+	return 0;
 }
 
 static const char *method_name(int m)
@@ -274,11 +539,15 @@ static int http_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user
 	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
 		conn_dispatch(srv, wsi, c);
 		return 0;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		if (srv)
+			tasks_run(srv);
+		return 0;
 	case LWS_CALLBACK_HTTP_WRITEABLE: {
 		size_t left, n;
 		int rc;
 		if (!c->out)
-			return 0;
+			return c->defer && c->defer->streaming ? defer_send(wsi, c) : 0;
 		left = c->out_len - c->out_sent;
 		n = left > HSRV_CHUNK ? HSRV_CHUNK : left;
 		/* lws_write needs LWS_PRE writable bytes before the data; the
@@ -349,6 +618,7 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 		return NULL;
 	}
 	srv->max_body = o->max_body ? o->max_body : HSRV_DEFAULT_MAX_BODY;
+	pthread_mutex_init(&srv->tasks_mu, NULL);
 	srv->protocols[0] = (struct lws_protocols){"http", http_cb, sizeof(struct hsrv_conn), 0, 0, NULL, 0};
 	srv->protocols[1] = (struct lws_protocols){"cloche-fd", fd_cb, 0, 0, 0, NULL, 0};
 
@@ -361,6 +631,7 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 	srv->ctx = lws_create_context(&info);
 	if (!srv->ctx) {
 		err_set(e, 0, "create event loop");
+		pthread_mutex_destroy(&srv->tasks_mu);
 		free(srv);
 		return NULL;
 	}
@@ -371,6 +642,7 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 	if (!srv->vh) {
 		err_set(e, 0, "listen on %s:%d (address in use?)", o->listen ? o->listen : "*", o->port);
 		lws_context_destroy(srv->ctx);
+		pthread_mutex_destroy(&srv->tasks_mu);
 		free(srv);
 		return NULL;
 	}
@@ -382,6 +654,12 @@ void hsrv_free(struct hsrv *srv)
 	if (!srv)
 		return;
 	lws_context_destroy(srv->ctx);
+	while (srv->tasks) {
+		struct hsrv_task *t = srv->tasks;
+		srv->tasks = t->next;
+		free(t);
+	}
+	pthread_mutex_destroy(&srv->tasks_mu);
 	for (size_t i = 0; i < srv->nroutes; i++) {
 		free(srv->routes[i].method);
 		free(srv->routes[i].path);

@@ -11,6 +11,7 @@
 
 #include "err.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,7 @@ struct hsrv_resp {
 	char content_type[64];   /* defaults to application/json */
 	char *body;              /* malloc'd; the server frees it */
 	size_t body_len;
+	char headers[512];       /* extra "name: value\r\n" lines; see hsrv_resp_header */
 };
 
 /* Fills resp; the handler must not keep req after returning. */
@@ -83,6 +85,57 @@ void hsrv_stop(struct hsrv *srv);
 /* Copies request header `name` (case-insensitive, without ':') into out.
  * Returns its length, or -1 when absent or longer than out. */
 int hsrv_req_header(const struct hsrv_req *req, const char *name, char *out, size_t len);
+
+/* Adds a response header (e.g. "Mcp-Session-Id").  Returns 0, or -1 when
+ * the headers no longer fit in resp->headers (the header is then dropped). */
+int hsrv_resp_header(struct hsrv_resp *r, const char *name, const char *value);
+
+/* --- answering later (deferred responses and streams) -----------------
+ *
+ * A handler that cannot answer at once (the work runs on another thread)
+ * calls hsrv_defer() and leaves resp alone.  The connection then waits until
+ * the owner of the handle, on the loop thread, either answers in one piece
+ * with hsrv_defer_reply(), or starts a stream (hsrv_defer_stream(), then
+ * hsrv_defer_write() any number of times, then hsrv_defer_end()), e.g. for
+ * Server-Sent Events.  A stream has no Content-Length and its connection
+ * closes after the end.  If the peer goes away first, gone(ud) runs once on
+ * the loop thread; the owner must still end the handle (reply or end),
+ * which then only frees it.  Every function here is loop-thread only. */
+struct hsrv_defer;
+typedef void (*hsrv_gone_cb)(void *ud);
+
+/* From inside a handler: the answer comes later.  Returns the handle, or
+ * NULL when out of memory (the handler then fills resp as usual). */
+struct hsrv_defer *hsrv_defer(const struct hsrv_req *req, hsrv_gone_cb gone, void *ud);
+
+/* True while the peer is still connected. */
+bool hsrv_defer_alive(const struct hsrv_defer *d);
+
+/* Answers in one piece (resp as a handler fills it; its body is freed here)
+ * and releases d.  Returns 0, or -1 when the peer is gone or the answer did
+ * not fit; d is released either way. */
+int hsrv_defer_reply(struct hsrv_defer *d, struct hsrv_resp *resp);
+
+/* Sends the head of a streamed answer: status, content type and the extra
+ * headers of hdrs (may be NULL).  Returns 0 or -1 (peer gone, or already
+ * started). */
+int hsrv_defer_stream(struct hsrv_defer *d, int status, const char *ctype,
+		      const struct hsrv_resp *hdrs);
+
+/* Queues n bytes of the stream's body (copied).  Returns 0 or -1. */
+int hsrv_defer_write(struct hsrv_defer *d, const void *p, size_t n);
+
+/* Ends the stream once the queued bytes are out, and releases d. */
+void hsrv_defer_end(struct hsrv_defer *d);
+
+/* --- work from other threads -------------------------------------------- */
+
+typedef void (*hsrv_task_fn)(void *ud);
+
+/* Runs fn(ud) on the loop thread soon, in the order posted.  Safe from any
+ * thread while srv lives.  Tasks still queued when srv is freed are dropped
+ * without running.  Returns 0, or -1 when out of memory. */
+int hsrv_post(struct hsrv *srv, hsrv_task_fn fn, void *ud);
 
 /* Response helpers: set status and a body (copied).  hsrv_resp_json takes
  * the reference to v.  hsrv_resp_error writes {"error":{"code","message"}}. */

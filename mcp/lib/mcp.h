@@ -54,11 +54,15 @@ struct mcp_server_opts {
 	size_t max_body;           /* request limit, 0 means 4 MiB; above it 413 */
 	/* Host names accepted in Host and Origin, besides localhost, 127.0.0.1,
 	 * [::1] and the sandbox's inner address 10.0.2.15: exact names or
-	 * "*.suffix" patterns, comma-separated; may be NULL. */
+	 * "*.suffix" patterns ("*" allows any), comma-separated; may be NULL.
+	 * The environment variable CLOCHE_MCP_ALLOWED_HOSTS (same syntax) is
+	 * always added by the library, so every server honours it. */
 	const char *allowed_hosts;
 	unsigned page_size;        /* tools/list page size; 0 means 50 */
 	unsigned max_sessions;     /* 0 means 64; the oldest idle one goes first */
 	unsigned session_idle_s;   /* idle sessions end after this; 0 means 3600 */
+	unsigned max_calls;        /* tool calls running at once; 0 means 64;
+	                            * above it a call gets JSON-RPC -32000 */
 };
 
 /* Creates a server listening on o->port.  NULL with e set. */
