@@ -1,0 +1,81 @@
+// Shared helpers for the MCP end-to-end clients: TAP-style output, the
+// official SDK client (Client + StreamableHTTPClientTransport), result
+// helpers, and raw JSON-RPC over HTTP for the bad-input checks that an SDK
+// client would refuse to send.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export function parseArgs(argv = process.argv.slice(2)) {
+  const args = {};
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i].replace(/^--/, '');
+    if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) args[k] = argv[++i];
+    else args[k] = true;
+  }
+  return args;
+}
+
+// ok/not ok lines that tests/lib and scripts/test.sh count.
+export const tap = {
+  failed: 0,
+  ok(name) { console.log(`ok - ${name}`); },
+  notOk(name, why) {
+    console.log(`not ok - ${name}${why ? ` (${String(why).slice(0, 300)})` : ''}`);
+    this.failed++;
+  },
+  check(cond, name, why) { if (cond) this.ok(name); else this.notOk(name, why); return !!cond; },
+  // Runs fn; a throw is a failure of `name`.
+  async step(name, fn) {
+    try { return await fn(); } catch (e) { this.notOk(name, e && e.message ? e.message : e); return undefined; }
+  },
+};
+
+// Connects the SDK client.  Returns the Client (close it with close()).
+export async function connect(url, name = 'cloche-e2e') {
+  const client = new Client({ name, version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  return client;
+}
+
+// Concatenated text of a CallToolResult's text items.
+export function textOf(result) {
+  return (result.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+
+// Calls a tool; opts are the SDK's RequestOptions (signal, onprogress,
+// timeout, resetTimeoutOnProgress).
+export function call(client, name, args, opts) {
+  return client.callTool({ name, arguments: args }, undefined, opts);
+}
+
+// One raw POST to the MCP endpoint.  body is a string (sent as is) or an
+// object (JSON-encoded).  Returns {status, headers, text, json}.
+export async function rawPost(url, body, { session, headers = {}, accept = 'application/json, text/event-stream',
+  contentType = 'application/json' } = {}) {
+  const h = { 'content-type': contentType, accept, ...headers };
+  if (session) h['mcp-session-id'] = session;
+  const res = await fetch(url, { method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const text = await res.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+// initialize + notifications/initialized over raw HTTP; returns the session id.
+export async function rawSession(url, version = '2025-06-18') {
+  const r = await rawPost(url, {
+    jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
+  const sid = r.headers.get('mcp-session-id');
+  if (r.status !== 200 || !sid) throw new Error(`initialize: HTTP ${r.status} ${r.text}`);
+  await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { session: sid });
+  return sid;
+}
+
+// Percentile of sorted numbers.
+export function pct(sorted, p) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
