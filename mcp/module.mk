@@ -15,3 +15,12 @@ $(BUILD)/bin/mcp-shell: $(MCP_SHELL_OBJS) $(BUILD)/lib/libmcp.a $(COMMON_LIB)
 
 BINS += $(BUILD)/lib/libmcp.a $(BUILD)/bin/mcp-shell
 
+# Unit tests of the library's pure parts and of the HTTP transport
+# (tests/unit/mcp/; that directory is too deep for the top Makefile's
+# module.mk glob, so it is registered here).
+UNIT_MCP_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/mcp/*.c))
+$(BUILD)/tests/unit-mcp: $(UNIT_MCP_OBJS) $(BUILD)/lib/libmcp.a $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread -lm
+
+TESTS += $(BUILD)/tests/unit-mcp

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# mcp-shell, tested by clients nobody here wrote:
+#  (a) on the host, the MCP conformance suite (server-initialize, ping,
+#      tools-list, dns-rebinding-protection) against mcp-shell on a free port;
+#  (b) in a sandbox booted from the template, the official MCP SDK client
+#      from the router netns (tests/e2e/mcp-shell-test.mjs): tools, timeouts
+#      that kill whole process trees, output caps, files, background
+#      processes, progress, cancellation, the `agent` user, and bad input
+#      over raw HTTP.
+# Other conformance scenarios need fixture tools/resources/prompts that a
+# shell server does not have; docs/mcp.md lists them and why.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. scripts/lib/sandbox.sh
+
+bin=build/bin/mcp-shell
+template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
+id="t-mcpsh-$$"
+work=$(mktemp -d)
+pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	[[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	sb_down "$id" >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- (a) conformance suite against the host build -------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+(cd "$work" && exec "$OLDPWD/$bin" --listen 127.0.0.1 --port "$port") 2>"$work/mcp-shell.log" &
+pid=$!
+for _ in $(seq 50); do
+	curl -s -o /dev/null "http://127.0.0.1:$port/mcp" && break
+	sleep 0.1
+done
+check "mcp-shell listens on the host (port $port)" curl -s -o /dev/null "http://127.0.0.1:$port/mcp"
+
+conformance() { # scenario
+	(cd tests/e2e && NODE_OPTIONS="--import $PWD/lib/conformance-node20.mjs" \
+		timeout 120 npx --no-install conformance server --url "http://127.0.0.1:$port/mcp" \
+		--scenario "$1" 2>&1) >"$work/conf-$1.txt"
+	local rc=$? summary
+	summary=$(grep -E 'Passed: [0-9]+/[0-9]+' "$work/conf-$1.txt" | tail -n 1)
+	if [[ $rc == 0 ]] && grep -qE 'Passed: ([0-9]+)/\1, 0 failed' "$work/conf-$1.txt"; then
+		ok "conformance $1: $summary"
+	else
+		not_ok "conformance $1 (exit $rc): ${summary:-no summary}"
+		sed 's/^/# /' "$work/conf-$1.txt" | tail -n 20
+	fi
+}
+for s in server-initialize ping tools-list dns-rebinding-protection; do conformance "$s"; done
+
+# The SDK client and the raw checks against the host build too (as root).
+node tests/e2e/mcp-shell-test.mjs --url "http://127.0.0.1:$port/mcp" --dir "$work" >"$work/host-e2e.txt" 2>&1
+rc=$?
+check "SDK client end to end against the host build ($(grep -c '^ok' "$work/host-e2e.txt") checks)" test "$rc" = 0
+[[ $rc == 0 ]] || grep '^not ok' "$work/host-e2e.txt" | sed 's/^/# host: /'
+
+kill -TERM "$pid"
+t0=$(now_ms)
+wait "$pid"
+rc=$?
+check "SIGTERM stops mcp-shell cleanly (exit $rc in $(($(now_ms) - t0)) ms)" test "$rc" = 0
+pid=
+check "every call was logged as one JSON line" bash -c "grep -c '\"msg\":\"mcp call\"' '$work/mcp-shell.log' | grep -qv '^0$'"
+
+# --- (b) inside a sandbox, as the agent would use it -----------------------
+if [[ -z $template ]]; then
+	not_ok "a desktop template exists (run make template)"
+	tap_exit
+fi
+check "the sandbox boots from $(basename "$template")" sb_up "$id" "$template"
+check "health turns ready with mcp-shell in the service table" sb_wait_ready "$id" 180
+check "health reports mcp-shell ready" test "$(jq -r '.services["mcp-shell"].state' <<<"$(sb_health "$id")")" = ready
+sb_in_router "$id" node tests/e2e/mcp-shell-test.mjs --url http://10.0.2.15:8889/mcp --user agent
+rc=$?
+[[ $rc == 0 ]] || not_ok "the SDK end-to-end client exited $rc"
+tap_exit
