@@ -362,9 +362,14 @@ static int do_tools_call(struct post_ctx *p, const struct mcp_msg *m, struct err
 			       name), MCP_INVALID_PARAMS;
 	if (!args || json_is_null(args))
 		args = NULL;
-	if (mcp_schema_check(t->schema, args ? args : json_object(), e)) {
-		snprintf(msg, sizeof(msg), "%s", e->msg);
-		return err_set(e, 0, "Invalid arguments for tool %s: %s", name, msg), MCP_INVALID_PARAMS;
+	{
+		json_t *empty = args ? NULL : json_object();
+		int bad = mcp_schema_check(t->schema, args ? args : empty, e);
+		json_decref(empty);
+		if (bad) {
+			snprintf(msg, sizeof(msg), "%s", e->msg);
+			return err_set(e, 0, "Invalid arguments for tool %s: %s", name, msg), MCP_INVALID_PARAMS;
+		}
 	}
 	if (s->stopping)
 		return err_set(e, 0, "the server is shutting down"), MCP_SERVER_ERROR;
