@@ -1,10 +1,13 @@
 /* mcp-browser: the MCP server (port 7999) that drives the sandbox's visible
  * Chromium, the one people watch over VNC.  It starts Chromium itself with
  * the command line after "--" plus --remote-debugging-pipe, waits until
- * DevTools answers and the window is painted, and only then listens: so
- * cloche-init's TCP probe on the port means "browser ready".  When Chromium
- * dies, mcp-browser exits and init restarts the pair, which keeps restart
- * policy and health in one place.
+ * DevTools answers and the window is painted, and only then serves and
+ * opens its readiness socket (cloche-init's "unix" probe): so "ready" in
+ * health means the browser is on screen and drivable.  A socket rather
+ * than a file: one left behind by a killed run refuses connections, so it
+ * can never report a new run ready early.  When Chromium dies, mcp-browser
+ * exits and init restarts the pair, which keeps restart policy and health
+ * in one place.
  *
  *	mcp-browser [--port 7999] -- /usr/bin/chromium --no-sandbox ... URL */
 #include "mcp/browser/browser.h"
@@ -17,11 +20,16 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static const struct cfg_opt opts[] = {
@@ -39,23 +47,68 @@ static const struct cfg_opt opts[] = {
 	{"max-result", CFG_SIZE, "100000", "characters of one browser_evaluate answer"},
 	{"max-message", CFG_SIZE, "64M", "largest DevTools message accepted"},
 	{"snapshot-after-action", CFG_BOOL, "true", "actions answer with the page snapshot"},
+	{"ready-socket", CFG_STR, "/tmp/.mcp-browser-ready",
+	 "unix socket opened once serving, for init's readiness probe (\"\" for none)"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
 
 static atomic_bool chrome_gone;
 static atomic_bool serving;
+static atomic_bool stopping;
 
 /* DevTools events go to the browser state; the end of the connection means
  * Chromium died: stop serving so init restarts us with a new one. */
 static void on_event(void *ud, const char *session, const char *method, json_t *params)
 {
 	browser_on_event(ud, session, method, params);
-	if (!method) {
+	if (!method && !atomic_load(&stopping)) {
 		atomic_store(&chrome_gone, true);
 		log_warn("the browser's DevTools connection closed; exiting so init restarts the browser", NULL);
 		if (atomic_load(&serving))
 			kill(getpid(), SIGTERM);
 	}
+}
+
+static void *ready_accept(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	for (;;) {
+		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c >= 0)
+			close(c);
+		else if (errno != EINTR && errno != ECONNABORTED)
+			return NULL;
+	}
+}
+
+/* Binds path (replacing a leftover) and answers every connection.  The
+ * thread lives until exit; the socket closes with the process. */
+static int ready_open(const char *path, struct err *e)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	pthread_t t;
+	int fd;
+
+	if (!path || !path[0])
+		return 0;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return err_set(e, 0, "ready socket path `%s` is too long", path);
+	strcpy(a.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return err_set(e, errno, "ready socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == -1 || listen(fd, 16) == -1) {
+		close(fd);
+		return err_set(e, errno, "bind ready socket `%s`", path);
+	}
+	if (pthread_create(&t, NULL, ready_accept, (void *)(intptr_t)fd) != 0) {
+		close(fd);
+		return err_set(e, 0, "ready socket thread");
+	}
+	pthread_detach(t);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -147,11 +200,18 @@ int main(int argc, char **argv)
 	atomic_store(&serving, true);
 	if (atomic_load(&chrome_gone))
 		goto out;
+	if (ready_open(cfg_str(c, "ready-socket"), &e) == -1) {
+		log_error("cannot signal readiness", "{s:s}", "error", e.msg);
+		goto out;
+	}
 	log_info("serving", "{s:i}", "port", mcp_server_port(srv));
 	if (mcp_server_run(srv) == -1)
 		log_error("the MCP server loop failed", NULL);
 	rc = atomic_load(&chrome_gone) ? 1 : 0;
 out:
+	atomic_store(&stopping, true);
+	if (cfg_str(c, "ready-socket") && cfg_str(c, "ready-socket")[0])
+		unlink(cfg_str(c, "ready-socket"));
 	mcp_server_free(srv);
 	chrome_stop(&ch, 3000);
 	cdp_free(cdp);

@@ -3,7 +3,7 @@
 # its own netns pair: health turns ready; a real VNC client (vncsnapshot)
 # captures a frame with Chromium's window; noVNC's page in headless
 # Chromium (playwright-core) connects, renders, and a click and keys sent
-# through VNC change the screen; init brings back a killed Chromium and a
+# through VNC change the screen; init brings back a killed browser service (mcp-browser + Chromium) and a
 # killed cloche-vnc; SIGTERM stops the sandbox within its bound; nothing is
 # left behind.
 set -uo pipefail
@@ -29,7 +29,7 @@ check "health turns ready" sb_wait_ready "$id" 180
 echo "# boot to ready: $(($(now_ms) - t0)) ms"
 health=$(sb_health "$id")
 echo "# health: $health"
-for svc in xvfb vnc chromium; do
+for svc in xvfb vnc browser; do
 	check "health reports $svc ready" test "$(jq -r ".services.$svc.state" <<<"$health")" = ready
 done
 check "the rootfs is a btrfs snapshot" btrfs subvolume show "$(sb_dir "$id")/rootfs" >/dev/null
@@ -74,7 +74,7 @@ restart_check() {
 		not_ok "health recovers after $svc was killed"
 	fi
 }
-restart_check chromium
+restart_check browser # mcp-browser and the Chromium it owns (killing Chromium alone: test-mcp-browser.sh)
 restart_check vnc
 
 # SIGTERM to the container's init: services stop in order, within the bound.
