@@ -116,6 +116,8 @@ static void conn_drop_defer(struct hsrv_conn *c)
 
 static void conn_reset(struct hsrv_conn *c)
 {
+	if (!c) /* a connection closed before lws gave it state (no request) */
+		return;
 	conn_drop_defer(c);
 	free(c->path);
 	free(c->query);
