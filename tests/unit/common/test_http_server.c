@@ -1,13 +1,18 @@
 /* Unit tests for common/http_server: routing (exact, prefix, 404, 405),
  * bodies and their limit (413), query strings, request headers, JSON
- * errors, timers and watched fds, all through a real HTTP client
- * (common/http_client over libcurl) against the server on a thread. */
+ * errors, timers and watched fds, response headers, deferred answers and
+ * streams completed from other threads through hsrv_post(), and a
+ * connection closed before its first request, all through a real HTTP
+ * client (common/http_client over libcurl) against the server on a thread. */
 #include "common/http_client.h"
 #include "common/http_server.h"
 #include "tests/unit/unit.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +72,73 @@ static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	hsrv_resp_text(resp, 200, "text/plain", "bye");
 }
 
+static void h_resp_header(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	(void)ud;
+	(void)req;
+	hsrv_resp_header(resp, "X-Answer", "42");
+	hsrv_resp_text(resp, 200, "text/plain", "with header");
+}
+
+/* A deferred answer, finished by a worker thread through hsrv_post(). */
+struct later {
+	struct hsrv *srv;
+	struct hsrv_defer *d;
+	bool stream;
+	int step;
+};
+
+static void later_task(void *ud)
+{
+	struct later *l = ud;
+
+	if (!l->stream) {
+		struct hsrv_resp r = {.status = 201, .content_type = "text/plain"};
+		r.body = strdup("done later");
+		r.body_len = strlen(r.body);
+		hsrv_resp_header(&r, "X-Later", "yes");
+		hsrv_defer_reply(l->d, &r);
+		free(l);
+		return;
+	}
+	if (l->step == 0)
+		hsrv_defer_stream(l->d, 200, "text/event-stream", NULL);
+	if (l->step < 3) {
+		char ev[32];
+		int n = snprintf(ev, sizeof(ev), "data: %d\n\n", l->step);
+		hsrv_defer_write(l->d, ev, (size_t)n);
+		l->step++;
+		return;
+	}
+	hsrv_defer_end(l->d);
+	free(l);
+}
+
+static void *later_worker(void *arg)
+{
+	struct later *l = arg;
+
+	for (int i = 0; i < (l->stream ? 4 : 1); i++) {
+		usleep(30 * 1000);
+		hsrv_post(l->srv, later_task, l);
+	}
+	return NULL;
+}
+
+static void h_later(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct later *l = calloc(1, sizeof(*l));
+	pthread_t th;
+
+	(void)resp;
+	l->srv = ((struct fixture *)ud)->srv;
+	l->stream = strcmp(req->path, "/stream") == 0;
+	l->d = hsrv_defer(req, NULL, NULL);
+	ck_assert_ptr_nonnull(l->d);
+	pthread_create(&th, NULL, later_worker, l);
+	pthread_detach(th);
+}
+
 static void on_timer(void *ud)
 {
 	((struct fixture *)ud)->timer_fired++;
@@ -109,6 +181,9 @@ static void setup(void)
 	ck_assert_int_eq(hsrv_route(fx.srv, NULL, "/header", h_header, NULL, &e), 0);
 	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/state", h_state, &fx, &e), 0);
 	ck_assert_int_eq(hsrv_route(fx.srv, "POST", "/stop", h_stop, &fx, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/resp-header", h_resp_header, NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/later", h_later, &fx, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "GET", "/stream", h_later, &fx, &e), 0);
 	fx.timer = hsrv_timer_new(fx.srv, on_timer, &fx);
 	hsrv_timer_arm(fx.timer, 20);
 	ck_assert_int_eq(pipe(p), 0);
@@ -232,6 +307,49 @@ START_TEST(refuses_a_taken_port)
 }
 END_TEST
 
+START_TEST(answers_later_and_streams)
+{
+	struct http_resp r = {0};
+	struct err e = ERR_INIT;
+	char url[128];
+	char *body = NULL;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/resp-header", fx.port);
+	ck_assert_int_eq(http_request(&(struct http_req){.url = url, .timeout_ms = 5000}, &r, &e), 0);
+	ck_assert_str_eq(http_resp_header(&r, "x-answer"), "42");
+	http_resp_free(&r);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/later", fx.port);
+	ck_assert_int_eq(http_request(&(struct http_req){.url = url, .timeout_ms = 5000}, &r, &e), 0);
+	ck_assert_int_eq(r.status, 201);
+	ck_assert_str_eq(r.body.data, "done later");
+	ck_assert_str_eq(http_resp_header(&r, "x-later"), "yes");
+	http_resp_free(&r);
+	/* A stream: head, three events written over time, then the end. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/stream", fx.port);
+	ck_assert_int_eq(http_request(&(struct http_req){.url = url, .timeout_ms = 5000}, &r, &e), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body.data, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+	ck_assert_ptr_nonnull(strstr(http_resp_header(&r, "content-type"), "text/event-stream"));
+	http_resp_free(&r);
+	/* Other requests were never held up, and still work. */
+	ck_assert_int_eq(call("GET", "/hello", NULL, NULL, &body), 200);
+	free(body);
+}
+END_TEST
+
+START_TEST(survives_a_connection_without_request)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)fx.port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(fd); /* what a TCP readiness probe does */
+	usleep(50 * 1000);
+	ck_assert_int_eq(call("GET", "/hello", NULL, NULL, NULL), 200);
+}
+END_TEST
+
 Suite *suite_http_server(void)
 {
 	Suite *s = suite_create("http_server");
@@ -243,6 +361,8 @@ Suite *suite_http_server(void)
 	tcase_add_test(tc, rejects_oversized_body_and_keeps_serving);
 	tcase_add_test(tc, runs_timers_and_watches_fds);
 	tcase_add_test(tc, refuses_a_taken_port);
+	tcase_add_test(tc, answers_later_and_streams);
+	tcase_add_test(tc, survives_a_connection_without_request);
 	suite_add_tcase(s, tc);
 	return s;
 }
