@@ -229,7 +229,12 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 	}
 	snap_attrs(&line, node);
 	const json_t *backend = json_object_get(node, "backendDOMNodeId");
-	if (json_is_integer(backend) && s->ref_for) {
+	/* past the bound nothing is shown, so nothing gets a ref (room is
+	 * kept for the ref and a folded text, so a ref is never handed out
+	 * for a line that then does not fit) */
+	if (!s->full && s->out->len - s->start + line.len + 24 > s->max_chars)
+		s->full = true;
+	if (json_is_integer(backend) && s->ref_for && !s->full) {
 		unsigned n = s->ref_for(s->ud, (int)json_integer_value(backend));
 		if (n)
 			buf_appendf(&line, NULL, " [ref=e%u]", n);

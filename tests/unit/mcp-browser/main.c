@@ -1,0 +1,268 @@
+/* Unit suite of mcp-browser's pure parts and of its DevTools client: the
+ * snapshot renderer on hand-made accessibility trees (pruning, folding,
+ * states, refs, the bound), base64, and the pipe client against a fake
+ * Chromium on a socket pair (answers by id, events, protocol errors,
+ * oversized answers, timeouts, the end of the connection). */
+#include "common/buf.h"
+#include "common/json.h"
+#include "mcp/browser/cdp.h"
+#include "mcp/browser/snapshot.h"
+#include "mcp/browser/tools.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* --- snapshot ---------------------------------------------------------------- */
+
+static unsigned next_ref;
+static unsigned ref_for(void *ud, int backend)
+{
+	(void)ud;
+	(void)backend;
+	return ++next_ref;
+}
+
+static char *render(const char *nodes_json, size_t max, size_t *omitted)
+{
+	struct err e = ERR_INIT;
+	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
+	struct buf out = BUF_INIT(1 << 20);
+
+	ck_assert_msg(nodes != NULL, "%s", e.msg);
+	next_ref = 0;
+	size_t o = snapshot_render(nodes, max, ref_for, NULL, &out);
+	if (omitted)
+		*omitted = o;
+	json_decref(nodes);
+	return buf_take(&out, NULL);
+}
+
+#define N(id, role, name, kids, extra) \
+	"{\"nodeId\":\"" id "\",\"role\":{\"value\":\"" role "\"},\"name\":{\"value\":\"" name "\"},\"childIds\":" kids extra "}"
+
+static const struct {
+	const char *what, *nodes, *want;
+} snap_cases[] = {
+	{"root and generic containers are lifted, text folds into its element",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "generic", "", "[\"3\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":5")
+	 "," N("3", "paragraph", "", "[\"4\"]", ",\"parentId\":\"2\",\"backendDOMNodeId\":6") "," N("4", "StaticText", "Hello  world", "[]", ",\"parentId\":\"3\"") "]",
+	 "- paragraph [ref=e1]: Hello world\n"},
+	{"a name equal to the text drops the text child; states and level show",
+	 "[" N("1", "RootWebArea", "T", "[\"2\",\"5\"]", "") "," N("2", "heading", "Hi \\\"you\\\"", "[\"3\"]",
+	 ",\"backendDOMNodeId\":7,\"properties\":[{\"name\":\"level\",\"value\":{\"value\":2}}]") "," N("3", "StaticText", "Hi \\\"you\\\"", "[]", "")
+	 "," N("5", "checkbox", "Agree", "[]", ",\"backendDOMNodeId\":8,\"properties\":[{\"name\":\"checked\",\"value\":{\"value\":\"true\"}},{\"name\":\"focused\",\"value\":{\"value\":true}}]") "]",
+	 "- heading \"Hi \\\"you\\\"\" [level=2] [ref=e1]\n- checkbox \"Agree\" [checked] [active] [ref=e2]\n"},
+	{"ignored nodes and inline text boxes vanish; textbox shows its value; nesting indents",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "form", "", "[\"3\",\"4\"]", ",\"backendDOMNodeId\":1")
+	 "," N("3", "none", "", "[]", ",\"ignored\":true") "," N("4", "textbox", "Name", "[\"5\"]", ",\"backendDOMNodeId\":2,\"value\":{\"value\":\"Ada\"}")
+	 "," N("5", "InlineTextBox", "Ada", "[]", "") "]",
+	 "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+	{"links show their url",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "link", "Docs", "[\"3\"]",
+	 ",\"backendDOMNodeId\":3,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/d\"}}]") "," N("3", "StaticText", "Docs", "[]", "") "]",
+	 "- link \"Docs\" [ref=e1]\n  - /url: https://x.test/d\n"},
+	{"unknown child ids and an empty tree are harmless",
+	 "[" N("1", "RootWebArea", "T", "[\"9\"]", "") "]", ""},
+};
+
+START_TEST(test_snapshot_cases)
+{
+	size_t omitted = 99;
+	char *got = render(snap_cases[_i].nodes, 10000, &omitted);
+
+	ck_assert_msg(strcmp(got, snap_cases[_i].want) == 0, "%s:\ngot:\n%s\nwant:\n%s", snap_cases[_i].what, got,
+		      snap_cases[_i].want);
+	ck_assert_uint_eq(omitted, 0);
+	free(got);
+}
+END_TEST
+
+START_TEST(test_snapshot_bound)
+{
+	struct buf nodes = BUF_INIT(1 << 20);
+	size_t omitted = 0;
+
+	buf_appends(&nodes, "[{\"nodeId\":\"0\",\"role\":{\"value\":\"RootWebArea\"},\"childIds\":[", NULL);
+	for (int i = 1; i <= 500; i++)
+		buf_appendf(&nodes, NULL, "%s\"%d\"", i > 1 ? "," : "", i);
+	buf_appends(&nodes, "]}", NULL);
+	for (int i = 1; i <= 500; i++)
+		buf_appendf(&nodes, NULL, ",{\"nodeId\":\"%d\",\"role\":{\"value\":\"button\"},\"name\":{\"value\":\"Button number %d\"},"
+			    "\"backendDOMNodeId\":%d,\"childIds\":[]}", i, i, i);
+	buf_appends(&nodes, "]", NULL);
+	char *got = render(nodes.data, 1000, &omitted);
+	ck_assert_uint_le(strlen(got), 1000);
+	ck_assert_uint_gt(omitted, 400);
+	ck_assert_uint_eq(omitted + next_ref, 500); /* only shown lines get refs */
+	ck_assert_ptr_nonnull(strstr(got, "- button \"Button number 1\" [ref=e1]\n"));
+	free(got);
+	buf_free(&nodes);
+}
+END_TEST
+
+START_TEST(test_base64)
+{
+	static const struct {
+		const char *in, *out;
+		long len;
+	} cases[] = {{"", "", 0}, {"Zg==", "f", 1}, {"Zm8=", "fo", 2}, {"Zm9v", "foo", 3},
+		     {"Zm9vYmFy", "foobar", 6}, {"Zm9v!mFy", NULL, -1}, {"AP8=", "\0\xff", 2}};
+	unsigned char out[16];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		long n = tools_base64_decode(cases[i].in, strlen(cases[i].in), out);
+		ck_assert_int_eq(n, cases[i].len);
+		if (n > 0)
+			ck_assert_mem_eq(out, cases[i].out, (size_t)n);
+	}
+}
+END_TEST
+
+/* --- DevTools client against a fake Chromium ------------------------------------ */
+
+struct fake {
+	int fd; /* its end of the socket pair: reads requests, writes answers */
+	int events;
+	int closed;
+	pthread_mutex_t mu;
+};
+
+static void on_event(void *ud, const char *session, const char *method, json_t *params)
+{
+	struct fake *f = ud;
+
+	pthread_mutex_lock(&f->mu);
+	if (!method)
+		f->closed++;
+	else if (strcmp(method, "Page.loadEventFired") == 0 && session && strcmp(session, "S1") == 0 &&
+		 json_integer_value(json_object_get(params, "n")) == 7)
+		f->events++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Answers each request by its method: "Echo" returns params, "Fail" a
+ * protocol error, "Huge" an answer over the limit, "Slow" nothing, "Bye"
+ * closes.  An event precedes every answer. */
+static void *fake_chromium(void *arg)
+{
+	struct fake *f = arg;
+	struct buf in = BUF_INIT(1 << 20);
+	char c;
+
+	while (read(f->fd, &c, 1) == 1) {
+		if (c) {
+			buf_append(&in, &c, 1, NULL);
+			continue;
+		}
+		json_t *req = json_loads(in.data, 0, NULL);
+		buf_reset(&in);
+		const char *m = json_string_value(json_object_get(req, "method"));
+		json_int_t id = json_integer_value(json_object_get(req, "id"));
+		char *ev = "{\"method\":\"Page.loadEventFired\",\"sessionId\":\"S1\",\"params\":{\"n\":7}}";
+		ck_assert_int_eq(write(f->fd, ev, strlen(ev) + 1), (ssize_t)strlen(ev) + 1);
+		char *ans = NULL;
+		if (strcmp(m, "Echo") == 0) {
+			json_t *a = json_pack("{s:I, s:O}", "id", id, "result", json_object_get(req, "params"));
+			ans = json_dumps(a, JSON_COMPACT);
+			json_decref(a);
+		} else if (strcmp(m, "Fail") == 0) {
+			ck_assert_int_ne(asprintf(&ans, "{\"id\":%lld,\"error\":{\"code\":-32000,\"message\":\"No node\"}}", (long long)id), -1);
+		} else if (strcmp(m, "Huge") == 0) {
+			ans = malloc(5000);
+			int n = snprintf(ans, 5000, "{\"id\":%lld,\"result\":{\"x\":\"", (long long)id);
+			memset(ans + n, 'a', 4000);
+			strcpy(ans + n + 4000, "\"}}");
+		} else if (strcmp(m, "Bye") == 0) {
+			json_decref(req);
+			break;
+		}
+		if (ans)
+			ck_assert_int_eq(write(f->fd, ans, strlen(ans) + 1), (ssize_t)strlen(ans) + 1);
+		free(ans);
+		json_decref(req);
+	}
+	buf_free(&in);
+	close(f->fd);
+	return NULL;
+}
+
+START_TEST(test_cdp_client)
+{
+	int sv[2];
+	struct fake f = {.events = 0};
+	pthread_t t;
+	struct err e = ERR_INIT;
+
+	pthread_mutex_init(&f.mu, NULL);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	f.fd = sv[1];
+	pthread_create(&t, NULL, fake_chromium, &f);
+	int rfd = dup(sv[0]);
+	struct cdp *c = cdp_new(sv[0], rfd, 1024, on_event, &f, &e);
+	ck_assert_ptr_nonnull(c);
+
+	json_t *r = cdp_call(c, "S1", "Echo", json_pack("{s:i}", "v", 42), 2000, NULL, NULL, &e);
+	ck_assert_msg(r != NULL, "%s", e.msg);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "v")), 42);
+	json_decref(r);
+
+	ck_assert_ptr_null(cdp_call(c, NULL, "Fail", NULL, 2000, NULL, NULL, &e));
+	ck_assert_str_eq(e.msg, "Fail: No node");
+	ck_assert_ptr_null(cdp_call(c, NULL, "Huge", NULL, 2000, NULL, NULL, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "larger than the message limit"));
+	ck_assert_ptr_null(cdp_call(c, NULL, "Slow", NULL, 200, NULL, NULL, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "no answer from the browser within 200 ms"));
+	/* the client still works after all that */
+	r = cdp_call(c, NULL, "Echo", NULL, 2000, NULL, NULL, &e);
+	ck_assert_ptr_nonnull(r);
+	json_decref(r);
+	ck_assert_ptr_null(cdp_call(c, NULL, "Bye", NULL, 2000, NULL, NULL, &e));
+	ck_assert_ptr_nonnull(strstr(e.msg, "closed"));
+	ck_assert(!cdp_alive(c));
+	pthread_join(t, NULL);
+	/* the end-of-connection callback runs just after waiters are failed */
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&f.mu);
+		int closed = f.closed;
+		pthread_mutex_unlock(&f.mu);
+		if (closed)
+			break;
+		usleep(10000);
+	}
+	pthread_mutex_lock(&f.mu);
+	ck_assert_int_eq(f.events, 6);
+	ck_assert_int_eq(f.closed, 1);
+	pthread_mutex_unlock(&f.mu);
+	cdp_free(c);
+	pthread_mutex_destroy(&f.mu);
+}
+END_TEST
+
+static Suite *suite_mcp_browser(void)
+{
+	Suite *s = suite_create("mcp-browser");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 20);
+	tcase_add_loop_test(tc, test_snapshot_cases, 0, sizeof(snap_cases) / sizeof(snap_cases[0]));
+	tcase_add_test(tc, test_snapshot_bound);
+	tcase_add_test(tc, test_base64);
+	tcase_add_test(tc, test_cdp_client);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite_mcp_browser());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
