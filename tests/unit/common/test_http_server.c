@@ -117,8 +117,9 @@ static void later_task(void *ud)
 static void *later_worker(void *arg)
 {
 	struct later *l = arg;
+	int posts = l->stream ? 4 : 1; /* the last task frees l */
 
-	for (int i = 0; i < (l->stream ? 4 : 1); i++) {
+	for (int i = 0; i < posts; i++) {
 		usleep(30 * 1000);
 		hsrv_post(l->srv, later_task, l);
 	}
