@@ -38,6 +38,10 @@
 
 #define MCP_LATEST "2025-11-25"
 static const char *const versions[] = {"2025-11-25", "2025-06-18"};
+/* MCP-Protocol-Version values accepted on requests after initialize: the
+ * negotiable ones plus the older revisions the SDK's server also accepts
+ * there (the conformance suite sends 2025-03-26 on raw requests). */
+static const char *const header_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
 struct tool_entry {
 	struct mcp_tool t;
@@ -286,6 +290,14 @@ static const char *negotiate(const char *asked)
 	return MCP_LATEST;
 }
 
+static bool header_version_ok(const char *v)
+{
+	for (size_t i = 0; i < ARRAY_LEN(header_versions); i++)
+		if (strcmp(v, header_versions[i]) == 0)
+			return true;
+	return false;
+}
+
 static json_t *do_initialize(struct post_ctx *p, const json_t *params, struct err *e)
 {
 	const char *asked = NULL;
@@ -483,8 +495,7 @@ static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct
 		return refuse(resp, 400, "Bad Request: Mcp-Session-Id header is required");
 	if (!mcp_session_id_valid(sid) || !mcp_sessions_get(s->sessions, sid, util_now_ms()))
 		return refuse(resp, 404, "Session not found");
-	if (hsrv_req_header(req, "MCP-Protocol-Version", ver, sizeof(ver)) > 0 &&
-	    strcmp(negotiate(ver), ver) != 0)
+	if (hsrv_req_header(req, "MCP-Protocol-Version", ver, sizeof(ver)) > 0 && !header_version_ok(ver))
 		return refuse(resp, 400, "Bad Request: Unsupported protocol version: %s", ver);
 	p.session = sid;
 	if (m.kind != MCP_MSG_REQUEST) {

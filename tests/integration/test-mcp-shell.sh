@@ -51,7 +51,9 @@ conformance() { # scenario
 		sed 's/^/# /' "$work/conf-$1.txt" | tail -n 20
 	fi
 }
-for s in server-initialize ping tools-list dns-rebinding-protection; do conformance "$s"; done
+for s in server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams; do
+	conformance "$s"
+done
 
 # The SDK client and the raw checks against the host build too (as root).
 node tests/e2e/mcp-shell-test.mjs --url "http://127.0.0.1:$port/mcp" --dir "$work" >"$work/host-e2e.txt" 2>&1
