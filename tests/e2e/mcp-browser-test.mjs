@@ -1,8 +1,8 @@
 // mcp-browser end to end with the official MCP TypeScript SDK client: lists
 // the tools, drives the test form page (navigate, snapshot, type, click,
 // select, evaluate, screenshot, console, tabs, wait), checks that a stale
-// ref gives the documented error and that bad input is rejected while the
-// server keeps serving.  Prints "ok - ..." / "not ok - ..." lines; exits 1
+// ref gives the documented error, that a cancelled call lets go of the
+// browser, and that bad input is rejected while the server keeps serving.  Prints "ok - ..." / "not ok - ..." lines; exits 1
 // when anything failed.
 //
 //   node mcp-browser-test.mjs --url http://10.0.2.15:7999/mcp
@@ -125,6 +125,17 @@ try {
   check(!r.isError && /- 0: \(current\)/.test(text(r)) && !/- 1:/.test(text(r)), 'browser_tabs close returns to one tab', short(text(r)));
   r = await call('browser_navigate_back');
   check(!r.isError || /no previous page/.test(text(r)), 'browser_navigate_back answers', short(text(r)));
+
+  // Cancellation: a long wait is abandoned promptly and frees the browser.
+  const ac = new AbortController();
+  t0 = Date.now();
+  const long = client.callTool({ name: 'browser_wait_for', arguments: { time: 60 } }, undefined,
+    { signal: ac.signal, timeout: 90000 }).then(() => 'answered', () => 'aborted');
+  setTimeout(() => ac.abort(), 500);
+  const how = await long;
+  r = await call('browser_snapshot');
+  const took = Date.now() - t0;
+  check(how === 'aborted' && !r.isError && took < 10000, `a cancelled browser_wait_for frees the browser (next call done after ${took} ms)`, how);
 
   // Bad input: JSON-RPC errors, and the server keeps serving.
   const rejects = async (p, name) => {
