@@ -31,6 +31,8 @@
  * applies before a spare is rebound after its last press, so a key still
  * in flight is not read with its new meaning. */
 #define BIND_SETTLE_MS 60
+/* Queued events looked at for keysyms to bind in one batch. */
+#define LOOKAHEAD 128
 
 struct spare {
 	KeyCode kc;
@@ -70,6 +72,7 @@ struct x11_input {
 	struct queued queue[QUEUE_MAX]; /* ring buffer, in arrival order */
 	int qhead, qlen;
 	uint64_t gate;        /* queued events wait until this time */
+	int settle_ms;        /* wait after (re)binding keycodes */
 	bool release_pending; /* release everything once the queue is empty */
 };
 
@@ -145,55 +148,112 @@ static KeyCode find_keycode(const struct x11_input *in, KeySym ks, int *level)
 
 enum bind_result { BIND_NONE, BIND_DONE, BIND_WAIT };
 
-/* Binds ks to a spare keycode (an unbound spare first, else the least
- * recently used one of ours not held down).  BIND_WAIT with *ready_ms set
- * when the pick was pressed too recently to be rebound yet. */
-static enum bind_result bind_spare(struct x11_input *in, KeySym ks, uint64_t now,
-				   uint64_t *ready_ms)
+static bool in_set(const KeySym *set, int n, KeySym ks)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i] == ks)
+			return true;
+	return false;
+}
+
+/* Picks a spare for a new binding: an unbound one first, else the least
+ * recently used of ours that is not held down, not bound to a keysym in
+ * keep (wanted by queued events) and not taken in this batch.  NULL when
+ * none is left. */
+static struct spare *pick_spare(struct x11_input *in, const KeySym *keep, int nkeep,
+				const bool *taken)
 {
 	struct spare *pick = NULL;
-	KeySym syms[2] = {ks, ks};
+
+	for (int i = 0; i < in->nspare; i++) {
+		struct spare *s = &in->spare[i];
+
+		if (taken[i] || in->down[s->kc])
+			continue;
+		if (s->ks == NoSymbol && !kc_unbound(in, s->kc))
+			continue; /* bound by another process */
+		if (s->ks != NoSymbol && sym_at(in, s->kc, 0) != s->ks) {
+			s->ks = NoSymbol; /* taken over by another process */
+			if (!kc_unbound(in, s->kc))
+				continue;
+		}
+		if (s->ks != NoSymbol && in_set(keep, nkeep, s->ks))
+			continue;
+		if (!pick || (pick->ks != NoSymbol && s->ks == NoSymbol) ||
+		    ((pick->ks == NoSymbol) == (s->ks == NoSymbol) && s->stamp < pick->stamp))
+			pick = s;
+	}
+	return pick;
+}
+
+/* Binds the keysym of the queue's head, and with it those of the key
+ * presses queued behind it that have no keycode either, so that a burst
+ * of typing waits for the keymap once rather than once per character.
+ * Each binding has the keysym in both columns (Shift cannot change what
+ * it types).  BIND_WAIT with *ready_ms set when the head's spare was
+ * pressed too recently to be rebound yet. */
+static enum bind_result bind_batch(struct x11_input *in, uint64_t now, uint64_t *ready_ms)
+{
+	KeySym keep[LOOKAHEAD], want[LOOKAHEAD];
+	struct spare *picks[LOOKAHEAD];
+	bool taken[MAX_SPARE] = {false};
+	int nkeep = 0, nwant = 0, nbound = 0, level;
+	bool head_ok = false;
 
 	/* Another process (the other cloche program, xdotool) may have bound
 	 * spares since our last MappingNotify: look at the current map. */
 	if (load_map(in) == -1)
 		return BIND_NONE;
-	for (int i = 0; i < in->nspare; i++) {
-		struct spare *s = &in->spare[i];
+	for (int i = 0; i < in->qlen && i < LOOKAHEAD; i++) {
+		const struct queued *q = &in->queue[(in->qhead + i) % QUEUE_MAX];
 
-		if (in->down[s->kc])
+		if (!q->is_key || !q->down || in_set(keep, nkeep, q->ks))
 			continue;
-		if (s->ks == NoSymbol && !kc_unbound(in, s->kc))
-			continue;
-		if (s->ks != NoSymbol && sym_at(in, s->kc, 0) != s->ks) {
-			s->ks = NoSymbol; /* taken over by someone else */
-			if (!kc_unbound(in, s->kc))
-				continue;
+		keep[nkeep++] = q->ks;
+		if (!find_keycode(in, q->ks, &level))
+			want[nwant++] = q->ks;
+	}
+	for (int i = 0; i < nwant; i++) {
+		struct spare *s = pick_spare(in, keep, nkeep, taken);
+
+		/* Every spare holds a keysym wanted further on: the head goes
+		 * first, its successors will be bound again when their turn comes. */
+		if (!s && i == 0)
+			s = pick_spare(in, NULL, 0, taken);
+		if (!s)
+			break;
+		if (s->ks != NoSymbol && now < in->used_ms[s->kc] + (uint64_t)in->settle_ms) {
+			if (i == 0) {
+				*ready_ms = in->used_ms[s->kc] + (uint64_t)in->settle_ms;
+				return BIND_WAIT;
+			}
+			break; /* the rest waits for the next batch */
 		}
-		if (!pick || (pick->ks != NoSymbol && s->ks == NoSymbol) ||
-		    ((pick->ks == NoSymbol) == (s->ks == NoSymbol) && s->stamp < pick->stamp))
-			pick = s;
+		taken[s - in->spare] = true;
+		picks[nbound++] = s;
+		XChangeKeyboardMapping(in->dpy, s->kc, 2, (KeySym[2]){want[i], want[i]}, 1);
 	}
-	if (!pick)
+	if (nbound == 0)
 		return BIND_NONE;
-	if (pick->ks != NoSymbol && now < in->used_ms[pick->kc] + BIND_SETTLE_MS) {
-		*ready_ms = in->used_ms[pick->kc] + BIND_SETTLE_MS;
-		return BIND_WAIT;
-	}
-	/* The same keysym in both columns: Shift cannot change what it types. */
-	XChangeKeyboardMapping(in->dpy, pick->kc, 2, syms, 1);
 	/* Our own MappingNotify will reload the map too; do it now so the next
-	 * lookup sees the binding, and so a refused change shows. */
-	if (load_map(in) == -1 || sym_at(in, pick->kc, 0) != ks) {
-		log_warn("cannot bind a spare keycode", "{s:i, s:I}", "keycode", (int)pick->kc,
-			 "keysym", (json_int_t)ks);
+	 * lookups see the bindings, and so a refused change shows. */
+	if (load_map(in) == -1)
 		return BIND_NONE;
+	for (int i = 0; i < nbound; i++) {
+		struct spare *s = picks[i];
+
+		if (sym_at(in, s->kc, 0) != want[i]) {
+			log_warn("cannot bind a spare keycode", "{s:i, s:I}", "keycode", (int)s->kc,
+				 "keysym", (json_int_t)want[i]);
+			s->ks = NoSymbol;
+			continue;
+		}
+		s->ks = want[i];
+		s->stamp = ++in->clock;
+		head_ok |= i == 0;
 	}
-	log_debug("bound keysym to spare keycode", "{s:I, s:i}", "keysym", (json_int_t)ks,
-		  "keycode", (int)pick->kc);
-	pick->ks = ks;
-	pick->stamp = ++in->clock;
-	return BIND_DONE;
+	log_debug("bound keysyms to spare keycodes", "{s:i}", "count", nbound);
+	return head_ok ? BIND_DONE : BIND_NONE;
 }
 
 static void fake_key(struct x11_input *in, KeyCode kc, bool down)
@@ -388,9 +448,9 @@ static void drain(struct x11_input *in, uint64_t now)
 		if (q->is_key && q->down && !find_keycode(in, q->ks, &level)) {
 			uint64_t ready = 0;
 
-			switch (bind_spare(in, q->ks, now, &ready)) {
+			switch (bind_batch(in, now, &ready)) {
 			case BIND_DONE:
-				in->gate = now + BIND_SETTLE_MS;
+				in->gate = now + (uint64_t)in->settle_ms;
 				return;
 			case BIND_WAIT:
 				in->gate = ready;
@@ -497,6 +557,11 @@ void x11_input_settle(struct x11_input *in)
 	XSync(in->dpy, False);
 }
 
+void x11_input_set_settle_ms(struct x11_input *in, int ms)
+{
+	in->settle_ms = ms > 0 ? ms : BIND_SETTLE_MS;
+}
+
 void x11_input_set_size(struct x11_input *in, int width, int height)
 {
 	in->width = width;
@@ -529,6 +594,7 @@ struct x11_input *x11_input_new(Display *dpy, int screen, enum x11_spare_end end
 	in->width = DisplayWidth(dpy, screen);
 	in->height = DisplayHeight(dpy, screen);
 	in->x = in->y = -1;
+	in->settle_ms = BIND_SETTLE_MS;
 	XDisplayKeycodes(dpy, &in->min_kc, &in->max_kc);
 	if (in->min_kc < 8)
 		in->min_kc = 8;

@@ -11,8 +11,9 @@
  * exactly the keysym ('!' arrives as '!' whether or not Shift is held).
  * A keysym with no keycode (é, €, CJK...) is bound to a spare (unbound)
  * keycode with XChangeKeyboardMapping; bindings are kept and reused (the
- * least recently used is rebound first), and events wait a little after
- * each binding, because clients re-read the keymap asynchronously and a
+ * least recently used is rebound first, never one a queued event still
+ * needs), the keysyms of a burst of queued key presses are bound together,
+ * and events wait a little after each batch of bindings, because clients re-read the keymap asynchronously and a
  * key sent at once may be read with the old map.  Several processes may
  * share the display's spare keycodes: a keycode someone else bound is
  * left alone, and each process starts from its own end of the pool.
@@ -42,6 +43,11 @@ enum x11_spare_end { X11_SPARE_HIGH, X11_SPARE_LOW };
  * install a non-fatal X error handler (Xlib's default one exits). */
 struct x11_input *x11_input_new(Display *dpy, int screen, enum x11_spare_end end,
 				struct err *e);
+
+/* Sets how long events wait after keycodes are (re)bound (default 60 ms;
+ * 0 restores it).  Longer is safer when the receiving clients are slow to
+ * re-read the keymap (Chromium recompiles it) and latency matters less. */
+void x11_input_set_settle_ms(struct x11_input *in, int ms);
 
 /* Tells the handle the screen's new size (after a RandR change). */
 void x11_input_set_size(struct x11_input *in, int width, int height);

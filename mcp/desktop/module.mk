@@ -14,10 +14,7 @@ $(BUILD)/bin/mcp-desktop: $(MCP_DESKTOP_OBJS) $(BUILD)/lib/libmcp.a $(BUILD)/lib
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(MCP_DESKTOP_LIBS)
 
-# Until the MCP library's own module.mk exists there is no rule for libmcp.a.
-ifneq ($(wildcard mcp/lib/module.mk),)
 BINS += $(BUILD)/bin/mcp-desktop
-endif
 
 # Unit tests: key names, UTF-8, resampling and PNG (no display needed).
 UNIT_DESK_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/mcp-desktop/*.c))

@@ -22,6 +22,12 @@
 #include <sys/shm.h>
 #include <unistd.h>
 
+/* Wait after binding spare keycodes.  Chromium recompiles its keymap on
+ * every change; on a busy machine 60 ms (cloche-vnc's value, where a person
+ * types) occasionally lost a character.  An agent's `type` binds a whole
+ * burst at once, so the longer wait is paid once per burst. */
+#define BIND_SETTLE_MS 150
+
 struct desk_screen {
 	pthread_mutex_t mu;
 	Display *dpy;
@@ -265,6 +271,7 @@ struct desk_screen *desk_screen_open(const char *name, struct err *e)
 	s->in = x11_input_new(s->dpy, s->screen, X11_SPARE_LOW, e);
 	if (!s->in)
 		goto fail;
+	x11_input_set_settle_ms(s->in, BIND_SETTLE_MS);
 	XSync(s->dpy, False);
 	return s;
 fail:

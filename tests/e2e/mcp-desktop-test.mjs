@@ -182,12 +182,17 @@ try {
   res = await call('cursor_position');
   check(texts(res) === 'X=123,Y=456', 'the separate cursor_position tool agrees');
 
+  // Zoom answers the region's real pixels: with a scaled display that is
+  // more than the region's size in screenshot pixels.
+  const RW = Number(args['real-width'] || W); const RH = Number(args['real-height'] || H);
+  const span = (a, b, m, r) => Math.min(r, Math.ceil((b * r) / m)) - Math.floor((a * r) / m);
+  const zw = span(100, 300, W, RW); const zh = span(100, 250, H, RH);
   res = await computer({ action: 'zoom', region: [100, 100, 300, 250] });
   const z = png(res);
-  check(z && z.w === 200 && z.h === 150, `zoom [100,100,300,250] is a PNG of 200x150${z ? ` (got ${z.w}x${z.h})` : ''}`);
+  check(z && z.w === zw && z.h === zh, `zoom [100,100,300,250] is a PNG of ${zw}x${zh}${z ? ` (got ${z.w}x${z.h})` : ''}`);
   res = await call('zoom', { region: [0, 0, 64, 32], scale: 2 });
   const z2 = png(res);
-  check(z2 && z2.w === 128 && z2.h === 64, 'zoom with scale 2 doubles the region');
+  check(z2 && z2.w === 2 * span(0, 64, W, RW) && z2.h === 2 * span(0, 32, H, RH), 'zoom with scale 2 doubles the region');
 
   res = await computer({ action: 'scroll', coordinate: [cx, cy], scroll_direction: 'down', scroll_amount: 2 });
   check(!res.isError && /scrolled down 2/.test(texts(res)), `scroll answers "${texts(res)}"`);

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# mcp-desktop end to end, with the official MCP SDK client
+# (tests/e2e/mcp-desktop-test.mjs):
+#
+#  1. on the host: a private Xvfb with Chromium showing a page that copies
+#     its text field into the window title, mcp-desktop on a free port.
+#     Typing through MCP must arrive exactly (non-ASCII, CJK, shifted
+#     characters; more distinct characters than there are spare keycodes),
+#     read back with xdotool.  A second server with --screen-size 1024x640
+#     runs the whole client suite in scaled coordinates.
+#  2. in a sandbox booted from $CLOCHE_TEMPLATE under runsc: from the router
+#     netns, the client suite against http://10.0.2.15:8100/mcp (tools,
+#     screenshot of the start page, click + type + clear, cursor, zoom, bad
+#     input), and init brings mcp-desktop back after it is killed.
+#
+# Prints `ok - ...` / `not ok - ...` lines; exits non-zero on any failure.
+# BUILD=build (default) selects the build directory for the host part.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. scripts/lib/sandbox.sh
+
+BUILD=${BUILD:-build}
+BIN=$BUILD/bin/mcp-desktop
+CLIENT=tests/e2e/mcp-desktop-test.mjs
+template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
+id="t-mcpd-$$"
+WORK=$(mktemp -d /tmp/test-mcp-desktop.XXXXXX)
+PIDS=()
+PGIDS=()
+
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	local p i
+	for p in "${PGIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+	# Newest first: the servers before the Xvfb they use.
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[i]}" 2>/dev/null; done
+	sleep 0.3
+	for p in "${PGIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if ((TAP_FAILED)); then
+		for f in "$WORK"/mcp*.log; do
+			[[ -s $f ]] || continue
+			echo "# last lines of $(basename "$f"):"
+			grep -v '"level":"debug"' "$f" | tail -n 12 | sed 's/^/#   /'
+		done
+	fi
+	sb_down "$id" >/dev/null 2>&1
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+wait_for() { # wait_for SECONDS COMMAND...
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS >= deadline)) && return 1
+		sleep 0.1
+	done
+}
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+	local p
+	for p in $(seq "$1" $(($1 + 200))); do port_free "$p" && { echo "$p"; return 0; }; done
+	return 1
+}
+listening() { ! port_free "$1"; }
+
+# ------------------------------------------------------------------ host
+host_part() {
+	local disp="" n port port2 wid got text
+	for tool in Xvfb chromium xdotool node; do
+		command -v "$tool" >/dev/null || { not_ok "host: $tool is installed"; return; }
+	done
+	[[ -x $BIN ]] || { not_ok "host: $BIN is built"; return; }
+	"$BIN" --bogus >/dev/null 2>&1
+	check "a bad flag exits 2" test $? = 2
+	"$BIN" --screen-size 12x >/dev/null 2>&1
+	check "a malformed --screen-size exits 2" test $? = 2
+	for n in $(seq 140 239); do
+		if [[ ! -e /tmp/.X11-unix/X$n && ! -e /tmp/.X$n-lock ]]; then disp=:$n; break; fi
+	done
+	[[ -n $disp ]] || { not_ok "host: a free X display"; return; }
+	Xvfb "$disp" -screen 0 1280x800x24 -nolisten tcp -noreset >"$WORK/xvfb.log" 2>&1 &
+	PIDS+=($!)
+	wait_for 15 xdpyinfo -display "$disp" >/dev/null 2>&1 || { not_ok "host: Xvfb starts on $disp"; return; }
+	cat >"$WORK/page.html" <<-'HTML'
+		<html><head><title>T:</title></head>
+		<body style="background:#3060a0;margin:40px">
+		<input id=i style="font:32px monospace;width:900px;height:60px" autofocus
+		 oninput="document.title='T:'+this.value"></body></html>
+	HTML
+	DISPLAY=$disp setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--disable-dev-shm-usage --password-store=basic --user-data-dir="$WORK/profile" \
+		--window-size=1280,800 --window-position=0,0 "file://$WORK/page.html" >"$WORK/chromium.log" 2>&1 &
+	PGIDS+=($!)
+	find_window() { wid=$(DISPLAY=$disp xdotool search --name '^T:' 2>/dev/null | head -1) && [[ -n $wid ]]; }
+	wait_for 60 find_window || { not_ok "host: Chromium shows the test page"; return; }
+	sleep 2
+
+	port=$(free_port 18100) || { not_ok "host: a free port"; return; }
+	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port" --settle 100ms 2>"$WORK/mcp.log" &
+	PIDS+=($!)
+	if wait_for 15 listening "$port"; then ok "mcp-desktop serves on $disp, port $port"; else
+		not_ok "mcp-desktop serves on $disp, port $port"; tail -3 "$WORK/mcp.log" | sed 's/^/#   /'; return
+	fi
+	# 41 distinct characters outside the US keymap: more than the 19 spare
+	# keycodes Xvfb has, so bindings are reused while typing.
+	text='Hello, World! é€ü ÀÇ 日本語 ~@#$%^&*()_+{}|:"<>? ąęłńśźż ÆØÅ Ωμέγα привет 한국어'
+	node "$CLIENT" --url "http://127.0.0.1:$port/mcp" --type "$text"
+	title() { DISPLAY=$disp xdotool getwindowname "$wid" | sed 's/^T://; s/ - Chromium$//'; }
+	typed() { [[ $(title) == "$text" ]]; }
+	if wait_for 10 typed; then
+		ok "type arrives exactly: non-ASCII, CJK, shifted characters, spare keycodes reused"
+	else
+		not_ok "type arrives exactly"
+		echo "#   got  '$(title)'"
+		echo "#   want '$text'"
+	fi
+
+	# Scaled: screenshots 1024x640, coordinates mapped back to 1280x800.
+	# The client suite needs the start page, so show it in a new window.
+	DISPLAY=$disp setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--disable-dev-shm-usage --password-store=basic --user-data-dir="$WORK/profile2" \
+		--window-size=1280,800 --window-position=0,0 --start-maximized \
+		"file://$PWD/appliance/rootfs-overlay/opt/cloche/share/start.html" >"$WORK/chromium2.log" 2>&1 &
+	PGIDS+=($!)
+	find_start() { DISPLAY=$disp xdotool search --name '^cloche desktop' >/dev/null 2>&1; }
+	wait_for 60 find_start || { not_ok "host: Chromium shows the start page"; return; }
+	sleep 2
+	port2=$(free_port $((port + 1))) || { not_ok "host: a free port"; return; }
+	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port2" --screen-size 1024x640 2>"$WORK/mcp2.log" &
+	PIDS+=($!)
+	wait_for 15 listening "$port2" || { not_ok "mcp-desktop --screen-size 1024x640 serves"; return; }
+	node "$CLIENT" --url "http://127.0.0.1:$port2/mcp" --width 1024 --height 640 \
+		--real-width 1280 --real-height 800 | sed 's/^\(not \)\{0,1\}ok - /&scaled 1024x640: /'
+}
+
+# --------------------------------------------------------------- sandbox
+sandbox_part() {
+	local health pid t0
+	[[ -n $template ]] || { not_ok "a desktop template exists (run make template)"; return; }
+	t0=$(now_ms)
+	if ! sb_up "$id" "$template"; then
+		not_ok "runsc starts a sandbox on $(basename "$template")"
+		return
+	fi
+	ok "runsc starts a sandbox on $(basename "$template")"
+	if ! sb_wait_ready "$id" 180; then
+		not_ok "health turns ready"
+		return
+	fi
+	ok "health turns ready ($(($(now_ms) - t0)) ms)"
+	health=$(sb_health "$id")
+	check "health reports mcp-desktop ready" test "$(jq -r '.services["mcp-desktop"].state' <<<"$health")" = ready
+	sb_in_router "$id" node "$CLIENT" --url "http://10.0.2.15:8100/mcp"
+	[[ $? == 0 ]] || echo "# the client suite reported failures"
+
+	# Killed, it is restarted by cloche-init and serves again.
+	pid=$(jq -r '.services["mcp-desktop"].pid' <<<"$health")
+	if sb_exec "$id" /bin/kill -KILL "$pid" >/dev/null 2>&1; then
+		sleep 0.5
+		if sb_wait_ready "$id" 60 && sb_in_router "$id" node "$CLIENT" --url "http://10.0.2.15:8100/mcp" --bench 3 >/dev/null; then
+			ok "mcp-desktop comes back after kill -9 and serves screenshots"
+		else
+			not_ok "mcp-desktop comes back after kill -9 and serves screenshots"
+		fi
+	else
+		not_ok "kill mcp-desktop (pid $pid) inside the sandbox"
+	fi
+}
+
+host_part
+sandbox_part
+tap_exit
