@@ -318,7 +318,13 @@ int hsrv_defer_reply(struct hsrv_defer *d, struct hsrv_resp *resp)
 	struct hsrv_conn *c;
 	int rc = -1;
 
-	if (d->wsi && !d->streaming) {
+	if (d->streaming) { /* too late for a whole answer: end the stream */
+		free(resp->body);
+		resp->body = NULL;
+		hsrv_defer_end(d);
+		return -1;
+	}
+	if (d->wsi) {
 		c = lws_wsi_user(d->wsi);
 		if (!resp->body)
 			resp->body = strdup("");

@@ -176,9 +176,38 @@ static void put_err(const char *a, const char *b)
 		return;
 }
 
+/* Starts the command in its own process group with the job's fds as 0-2.
+ * vfork: the helper is single-threaded and the child only makes system
+ * calls before execve, so no copy of the address space is made (copies are
+ * slow under gVisor).  Kept out of run_helper() so vfork cannot clobber its
+ * locals.  Returns the pid, or -1. */
+static __attribute__((noinline)) pid_t start_command(struct job *j)
+{
+	sigset_t none;
+	pid_t cpid = vfork();
+
+	if (cpid == 0) {
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);
+		for (int i = 0; i < 3; i++)
+			if (dup2(j->child_fds[i], i) == -1)
+				_exit(126);
+		close_extra_fds();
+		if (chdir(j->cwd) == -1) {
+			put_err("mcp-shell: cannot chdir to ", j->cwd);
+			_exit(126);
+		}
+		execve(j->argv[0], j->argv, j->envp);
+		put_err("mcp-shell: cannot run ", j->argv[0]);
+		_exit(127);
+	}
+	return cpid;
+}
+
 static __attribute__((noreturn)) void run_helper(struct job *j)
 {
-	sigset_t all, waitset;
+	sigset_t waitset;
 	pid_t cpid;
 	int status = 0, st;
 	bool main_done = false, killing = false, killed_hard = false;
@@ -197,23 +226,7 @@ static __attribute__((noreturn)) void run_helper(struct job *j)
 	setsid();
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	close(j->info_fd[0]);
-	cpid = fork();
-	if (cpid == 0) {
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		setpgid(0, 0);
-		for (int i = 0; i < 3; i++)
-			if (dup2(j->child_fds[i], i) == -1)
-				_exit(126);
-		close_extra_fds();
-		if (chdir(j->cwd) == -1) {
-			put_err("mcp-shell: cannot chdir to ", j->cwd);
-			_exit(126);
-		}
-		execve(j->argv[0], j->argv, j->envp);
-		put_err("mcp-shell: cannot run ", j->argv[0]);
-		_exit(127);
-	}
+	cpid = start_command(j);
 	if (cpid > 0)
 		setpgid(cpid, cpid); /* both sides, so kill(-pgid) works at once */
 	if (write(j->info_fd[1], &cpid, sizeof(cpid)) < 0)
