@@ -9,11 +9,12 @@
 //
 //   node mcp-desktop-test.mjs --url URL [--width 1280 --height 800]
 //                             [--real-width W --real-height H] [--out DIR]
-//                             [--type TEXT] [--bench N]
+//                             [--type TEXT] [--bench N [--bench-args JSON]]
 //
 // --type TEXT: only click into the field and type TEXT (the host test then
-// reads the exact text back from the page).  --bench N: only time N
-// screenshot calls and print {"p50_ms","p99_ms",...} as JSON.
+// reads the exact text back from the page).  --bench N: only time N calls
+// of the computer tool (default {"action":"screenshot"}) after 3 warm-up
+// calls and print {"p50_ms","p90_ms","p99_ms","mean_ms",...} as JSON.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { writeFileSync } from 'node:fs';
@@ -102,15 +103,19 @@ try {
 
   if (args.bench) {
     const n = Number(args.bench); const ms = []; let bytes = 0;
+    const a = JSON.parse(args['bench-args'] || '{"action":"screenshot"}');
     for (let i = 0; i < n + 3; i++) {
       const t0 = performance.now();
-      const res = await computer({ action: 'screenshot' });
+      const res = await computer(a);
       const t = performance.now() - t0;
-      if (i >= 3) { ms.push(t); bytes = Buffer.from(images(res)[0].data, 'base64').length; }
+      if (res.isError) throw new Error(texts(res));
+      const img = images(res)[0];
+      if (i >= 3) { ms.push(t); bytes = img ? Buffer.from(img.data, 'base64').length : 0; }
     }
-    ms.sort((a, b) => a - b);
-    const q = (p) => ms[Math.min(ms.length - 1, Math.floor(p * ms.length))];
-    console.log(JSON.stringify({ calls: n, p50_ms: +q(0.5).toFixed(1), p99_ms: +q(0.99).toFixed(1), max_ms: +ms[ms.length - 1].toFixed(1), png_bytes: bytes }));
+    ms.sort((x, y) => x - y);
+    const q = (p) => +ms[Math.min(ms.length - 1, Math.floor(p * ms.length))].toFixed(1);
+    const mean = +(ms.reduce((x, y) => x + y, 0) / ms.length).toFixed(1);
+    console.log(JSON.stringify({ calls: n, p50_ms: q(0.5), p90_ms: q(0.9), p99_ms: q(0.99), mean_ms: mean, max_ms: q(1), png_bytes: bytes }));
     process.exit(0);
   }
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Benchmark: mcp-desktop tools/call round trips through the official SDK
+# client, from the router netns (as the proxy will connect) into a booted
+# sandbox (1280x800 display, Chromium on the start page):
+#   screenshot       full-display PNG (grab + encode + base64 + HTTP)
+#   zoom 200x150     a small region: grab cost without most of the encoding
+#   cursor_position  no image: the protocol and one X round trip
+# BENCH_MCP_DESKTOP_CALLS (100) calls each after 3 warm-up calls.  Prints a
+# table and writes bench/results/mcp-desktop.json.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/lib/sandbox.sh
+
+calls=${BENCH_MCP_DESKTOP_CALLS:-100}
+template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
+[[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
+id="b-mcpd-$$"
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() { sb_down "$id" >/dev/null 2>&1; }
+trap cleanup EXIT
+mkdir -p bench/results
+out=bench/results/mcp-desktop.json
+
+sb_up "$id" "$template" || exit 1
+sb_wait_ready "$id" 180 || exit 1
+sleep 2 # let Chromium finish its first paints
+
+bench() { # args-json
+	sb_in_router "$id" node tests/e2e/mcp-desktop-test.mjs --url http://10.0.2.15:8100/mcp \
+		--bench "$calls" --bench-args "$1"
+}
+shot=$(bench '{"action":"screenshot"}') || { echo "screenshot bench failed" >&2; exit 1; }
+zoom=$(bench '{"action":"zoom","region":[100,100,300,250]}') || { echo "zoom bench failed" >&2; exit 1; }
+cur=$(bench '{"action":"cursor_position"}') || { echo "cursor_position bench failed" >&2; exit 1; }
+
+printf '%-36s %8s %8s %8s %8s %10s\n' "mcp-desktop tools/call (in gVisor)" p50_ms p90_ms p99_ms mean_ms png_bytes
+for row in "screenshot 1280x800:$shot" "zoom 200x150:$zoom" "cursor_position:$cur"; do
+	name=${row%%:*}
+	j=${row#*:}
+	printf '%-36s %8s %8s %8s %8s %10s\n' "$name" "$(jq .p50_ms <<<"$j")" "$(jq .p90_ms <<<"$j")" \
+		"$(jq .p99_ms <<<"$j")" "$(jq .mean_ms <<<"$j")" "$(jq .png_bytes <<<"$j")"
+done
+
+jq -n --argjson shot "$shot" --argjson zoom "$zoom" --argjson cur "$cur" \
+	--arg at "$(date -u +%FT%TZ)" --arg t "$(basename "$template")" '
+	{bench: "mcp-desktop", at: $at, template: $t, display: "1280x800",
+	 screenshot: $shot, zoom_200x150: $zoom, cursor_position: $cur,
+	 screenshot_p50_ms: $shot.p50_ms, screenshot_p99_ms: $shot.p99_ms}' >"$out"
+echo "wrote $out"
