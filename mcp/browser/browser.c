@@ -33,6 +33,8 @@ struct br_tab {
 	uint64_t load_done;
 	char *console[BR_CONSOLE_MAX];
 	unsigned con_head, con_n;
+	char dialog_type[16];    /* "" when no JavaScript dialog is open */
+	char dialog_msg[512];
 };
 
 struct br_ref {
@@ -297,6 +299,15 @@ void browser_on_event(void *ud, const char *session, const char *method, json_t 
 		} else if (strcmp(method, "Page.frameStoppedLoading") == 0 && main_frame) {
 			t->loading = false;
 			t->load_done = b->seq;
+		} else if (strcmp(method, "Page.javascriptDialogOpening") == 0) {
+			br_copy(t->dialog_type, sizeof(t->dialog_type),
+				json_string_value(json_object_get(params, "type")));
+			if (!t->dialog_type[0])
+				br_copy(t->dialog_type, sizeof(t->dialog_type), "alert");
+			br_copy(t->dialog_msg, sizeof(t->dialog_msg),
+				json_string_value(json_object_get(params, "message")));
+		} else if (strcmp(method, "Page.javascriptDialogClosed") == 0) {
+			t->dialog_type[0] = '\0';
 		} else if (strcmp(method, "Runtime.consoleAPICalled") == 0 ||
 			   strcmp(method, "Runtime.exceptionThrown") == 0) {
 			br_console_event(t, method, params);
@@ -390,18 +401,53 @@ static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, 
 	return 0;
 }
 
+/* A page command is not answered while a JavaScript dialog is open (the
+ * renderer waits in alert()), so waiting stops when one opens. */
+struct br_dialog_wait {
+	struct browser *b;
+	const struct br_cx *inner;
+	bool opened;
+};
+
+static bool br_cancel_or_dialog(void *ud)
+{
+	struct br_dialog_wait *w = ud;
+	char type[16], msg[8];
+
+	if (br_cancelled(w->inner))
+		return true;
+	if (br_dialog(w->b, type, sizeof(type), msg, sizeof(msg)))
+		w->opened = true;
+	return w->opened;
+}
+
 json_t *br_cdp_t(struct browser *b, const struct br_cx *cx, bool page, const char *method,
 		 json_t *params, unsigned timeout_ms, struct err *e)
 {
-	char session[64] = "", target[64];
+	char session[64] = "", target[64], type[16], msg[512];
+	struct br_dialog_wait w = {b, cx, false};
+	json_t *r;
 
-	if (page) {
-		if (br_target(b, target, e) == -1 || br_attach(b, cx, target, session, e) == -1) {
-			json_decref(params);
-			return NULL;
-		}
+	if (!page)
+		return br_call(b, cx, NULL, method, params, timeout_ms, e);
+	if (br_target(b, target, e) == -1 || br_attach(b, cx, target, session, e) == -1) {
+		json_decref(params);
+		return NULL;
 	}
-	return br_call(b, cx, page ? session : NULL, method, params, timeout_ms, e);
+	if (strcmp(method, "Page.handleJavaScriptDialog") == 0)
+		return br_call(b, cx, session, method, params, timeout_ms, e);
+	r = cdp_call(b->cdp, session, method, params, timeout_ms, br_cancel_or_dialog, &w, e);
+	if (r || !w.opened || !br_dialog(b, type, sizeof(type), msg, sizeof(msg)))
+		return r;
+	/* Input was delivered and the page answered it with a dialog: that is
+	 * the action's outcome, which the caller reports.  Anything else
+	 * cannot finish until the dialog is answered. */
+	if (strncmp(method, "Input.", 6) == 0) {
+		err_clear(e);
+		return json_object();
+	}
+	err_set(e, 0, "a %s dialog opened in the page (\"%s\"): answer it with browser_handle_dialog", type, msg);
+	return NULL;
 }
 
 json_t *br_cdp(struct browser *b, const struct br_cx *cx, bool page, const char *method,
@@ -457,6 +503,21 @@ int browser_start(struct browser *b, struct cdp *c, unsigned timeout_ms, struct 
 		return err_wrap(e, "waiting for the first tab");
 	char session[64];
 	return br_attach(b, NULL, target, session, e);
+}
+
+bool br_dialog(struct browser *b, char *type, size_t type_len, char *msg, size_t msg_len)
+{
+	bool open;
+
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	open = t && t->dialog_type[0];
+	if (open) {
+		br_copy(type, type_len, t->dialog_type);
+		br_copy(msg, msg_len, t->dialog_msg);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return open;
 }
 
 /* --- navigation ------------------------------------------------------------ */

@@ -70,6 +70,11 @@ int br_target(struct browser *b, char out[64], struct err *e);
  * buffers; either may be NULL). */
 void br_page_info(struct browser *b, char *url, size_t url_len, char *title, size_t title_len);
 
+/* True when a JavaScript dialog (alert, confirm, prompt, beforeunload) is
+ * open in the current tab; its type and message are copied out.  While one
+ * is open the page runs no script, so most commands would only time out. */
+bool br_dialog(struct browser *b, char *type, size_t type_len, char *msg, size_t msg_len);
+
 /* --- navigation ---------------------------------------------------------- */
 
 /* A token taken before an action that may navigate. */

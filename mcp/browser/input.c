@@ -122,6 +122,22 @@ int in_click(struct browser *b, const struct br_cx *cx, double x, double y, cons
 	return 0;
 }
 
+int in_drag(struct browser *b, const struct br_cx *cx, double x1, double y1, double x2, double y2,
+	    struct err *e)
+{
+	const int steps = 8;
+
+	if (in_move(b, cx, x1, y1, 0, e) == -1 ||
+	    in_mouse(b, cx, "mousePressed", x1, y1, "left", 1, 1, 0, e) == -1)
+		return -1;
+	for (int i = 1; i <= steps; i++) {
+		double x = x1 + (x2 - x1) * i / steps, y = y1 + (y2 - y1) * i / steps;
+		if (in_mouse(b, cx, "mouseMoved", x, y, "left", 1, 0, 0, e) == -1)
+			return -1;
+	}
+	return in_mouse(b, cx, "mouseReleased", x2, y2, "left", 0, 1, 0, e);
+}
+
 /* Fills k for one key name; false when unknown.  Single characters are
  * keys of their own; letters and digits get their physical codes. */
 static bool in_lookup(const char *name, struct in_key *k, char text[8])

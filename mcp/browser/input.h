@@ -26,6 +26,11 @@ int in_move(struct browser *b, const struct br_cx *cx, double x, double y, int m
 int in_click(struct browser *b, const struct br_cx *cx, double x, double y, const char *button,
 	     int clicks, int modifiers, struct err *e);
 
+/* Presses the left button at (x1, y1), moves to (x2, y2) in steps (so
+ * pages see a drag), and releases it there. */
+int in_drag(struct browser *b, const struct br_cx *cx, double x1, double y1, double x2, double y2,
+	    struct err *e);
+
 /* Presses one key or a chord such as "Control+a", "Shift+Tab", "Enter",
  * "ArrowDown" or "é".  Unknown names are an error (400) that lists how
  * keys are named. */

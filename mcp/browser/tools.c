@@ -33,7 +33,8 @@ typedef int (*tl_fn)(struct tl *t, const json_t *args, struct mcp_result *res, s
 
 struct tl_def {
 	const char *name, *title, *desc, *schema;
-	bool read_only, destructive, unlocked;
+	bool read_only, destructive;
+	bool during_dialog; /* usable while a JavaScript dialog blocks the page */
 	tl_fn fn;
 };
 
@@ -137,8 +138,16 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 
 static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
 {
-	if (tl_page_state(t, out, e) == -1)
+	char type[16], msg[512];
+
+	if (br_dialog(t->b, type, sizeof(type), msg, sizeof(msg))) {
+		/* the page is blocked: a snapshot would only time out */
+		if (buf_appendf(out, e, "\n### Modal state\n- [%s dialog]: \"%s\": answer it with browser_handle_dialog\n",
+				type, msg) == -1)
+			return -1;
+	} else if (tl_page_state(t, out, e) == -1) {
 		return -1;
+	}
 	return mcp_result_textn(res, out->data ? out->data : "", out->len);
 }
 
@@ -772,6 +781,58 @@ static int tl_close(struct tl *t, const json_t *args, struct mcp_result *res, st
 	return mcp_result_text(res, "Closed every tab. The desktop's browser keeps running with one tab on its start page.");
 }
 
+static int tl_dialog(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
+{
+	bool accept;
+	const char *prompt;
+	char type[16], msg[512];
+	AUTOBUF struct buf out = BUF_INIT(4u << 20);
+
+	if (cj_req_bool(args, "accept", &accept, e) == -1 ||
+	    cj_get_str(args, "promptText", NULL, &prompt, e) == -1)
+		return -1;
+	if (!br_dialog(t->b, type, sizeof(type), msg, sizeof(msg)))
+		return err_set(e, 0, "no dialog is open in the current tab");
+	json_t *p = json_pack("{s:b}", "accept", accept);
+	if (prompt)
+		json_object_set_new(p, "promptText", json_string(prompt));
+	AUTOJSON json_t *r = tl_cdp(t, "Page.handleJavaScriptDialog", p, e);
+	if (!r)
+		return -1;
+	/* the closing event follows the answer */
+	for (int i = 0; i < 40 && br_dialog(t->b, type, sizeof(type), msg, sizeof(msg)); i++)
+		if (br_sleep(&t->cx, 25, e) == -1)
+			return -1;
+	if (buf_appendf(&out, e, "%s the %s dialog\n", accept ? "Accepted" : "Dismissed", type) == -1)
+		return -1;
+	return tl_finish(t, &out, res, e);
+}
+
+static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
+{
+	const char *from, *to;
+	char obj[128];
+	int b1, b2;
+	double x1, y1, x2, y2;
+	AUTOBUF struct buf out = BUF_INIT(4u << 20);
+
+	if (cj_req_str(args, "startRef", &from, e) == -1 || cj_req_str(args, "endRef", &to, e) == -1)
+		return -1;
+	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, e) == -1 ||
+	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, e) == -1 ||
+	    in_element_point(t->b, &t->cx, b1, &x1, &y1, e) == -1 ||
+	    in_element_point(t->b, &t->cx, b2, &x2, &y2, e) == -1)
+		return -1;
+	/* the end point is measured after scrolling it into view, so the
+	 * start is measured again in case that scrolled it */
+	if (in_element_point(t->b, &t->cx, b1, &x1, &y1, e) == -1 ||
+	    in_drag(t->b, &t->cx, x1, y1, x2, y2, e) == -1)
+		return -1;
+	if (buf_appendf(&out, e, "Dragged %s to %s\n", from, to) == -1)
+		return -1;
+	return tl_finish(t, &out, res, e);
+}
+
 /* --- the table ------------------------------------------------------------------ */
 
 #define REF_PROPS                                                                           \
@@ -841,20 +902,32 @@ static const struct tl_def tl_defs[] = {
 	 " \"required\": [\"function\"]}",
 	 false, true, false, tl_evaluate},
 	{"browser_console_messages", "Console messages", "Return the console messages (and uncaught errors) of the current tab, oldest first.",
-	 "{\"type\": \"object\", \"properties\": {}}", true, false, false, tl_console},
+	 "{\"type\": \"object\", \"properties\": {}}", true, false, true, tl_console},
 	{"browser_tabs", "Manage tabs", "List, open, select or close browser tabs.",
 	 "{\"type\": \"object\", \"properties\": {"
 	 "\"action\": {\"type\": \"string\", \"enum\": [\"list\", \"new\", \"select\", \"close\"], \"description\": \"Operation\"},"
 	 "\"index\": {\"type\": \"integer\", \"description\": \"Tab index for select and close; close without it closes the current tab\"},"
 	 "\"url\": {\"type\": \"string\", \"description\": \"For new: the URL to open\"}},"
 	 " \"required\": [\"action\"]}",
-	 false, true, false, tl_tabs},
+	 false, true, true, tl_tabs},
 	{"browser_resize", "Resize browser window", "Resize the browser window so the page viewport gets the given size.",
 	 "{\"type\": \"object\", \"properties\": {\"width\": {\"type\": \"integer\", \"description\": \"Viewport width\"}, \"height\": {\"type\": \"integer\", \"description\": \"Viewport height\"}}, \"required\": [\"width\", \"height\"]}",
 	 false, false, false, tl_resize},
+	{"browser_handle_dialog", "Handle a dialog", "Answer the JavaScript dialog (alert, confirm, prompt) that blocks the page.",
+	 "{\"type\": \"object\", \"properties\": {\"accept\": {\"type\": \"boolean\", \"description\": \"Accept (OK) or dismiss (Cancel) the dialog\"},"
+	 " \"promptText\": {\"type\": \"string\", \"description\": \"Text to answer a prompt dialog with\"}}, \"required\": [\"accept\"]}",
+	 false, true, true, tl_dialog},
+	{"browser_drag", "Drag mouse", "Drag and drop between two elements of the page.",
+	 "{\"type\": \"object\", \"properties\": {"
+	 "\"startElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the source element\"},"
+	 "\"startRef\": {\"type\": \"string\", \"description\": \"Exact source element ref from the page snapshot\"},"
+	 "\"endElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the target element\"},"
+	 "\"endRef\": {\"type\": \"string\", \"description\": \"Exact target element ref from the page snapshot\"}},"
+	 " \"required\": [\"startRef\", \"endRef\"]}",
+	 false, true, false, tl_drag},
 	{"browser_close", "Close the page",
 	 "Close every tab. The desktop's browser keeps running (it is what people watch over VNC) with one tab on its start page.",
-	 "{\"type\": \"object\", \"properties\": {}}", false, true, false, tl_close},
+	 "{\"type\": \"object\", \"properties\": {}}", false, true, true, tl_close},
 };
 
 static int tl_dispatch(struct mcp_call *call, const json_t *args, struct mcp_result *res,
@@ -871,6 +944,13 @@ static int tl_dispatch(struct mcp_call *call, const json_t *args, struct mcp_res
 		return err_http(e, 400, "arguments must be a JSON object");
 	if (br_lock(t.b, &t.cx, e) == -1)
 		return mcp_result_error(res, "%s", e->msg) == -1 ? -1 : 0;
+	char type[16], msg[512];
+	if (!bd->def->during_dialog && br_dialog(t.b, type, sizeof(type), msg, sizeof(msg))) {
+		br_unlock(t.b);
+		return mcp_result_error(res, "A %s dialog is open in the page: \"%s\". Answer it with "
+				       "browser_handle_dialog (accept, and promptText for a prompt) first.",
+				       type, msg) == -1 ? -1 : 0;
+	}
 	rc = bd->def->fn(&t, args ? args : none, res, e);
 	br_unlock(t.b);
 	log_debug("tool call", "{s:s, s:i, s:I}", "tool", bd->def->name, "rc", rc,

@@ -53,7 +53,7 @@ try {
   const want = ['browser_navigate', 'browser_navigate_back', 'browser_snapshot', 'browser_click', 'browser_type',
     'browser_press_key', 'browser_hover', 'browser_select_option', 'browser_fill_form', 'browser_wait_for',
     'browser_take_screenshot', 'browser_evaluate', 'browser_console_messages', 'browser_tabs', 'browser_resize',
-    'browser_close'];
+    'browser_close', 'browser_handle_dialog', 'browser_drag'];
   const missing = want.filter((n) => !names.has(n));
   check(missing.length === 0, `tools/list has the ${want.length} browser tools`, `missing ${missing}`);
 
@@ -125,6 +125,20 @@ try {
   check(!r.isError && /- 0: \(current\)/.test(text(r)) && !/- 1:/.test(text(r)), 'browser_tabs close returns to one tab', short(text(r)));
   r = await call('browser_navigate_back');
   check(!r.isError || /no previous page/.test(text(r)), 'browser_navigate_back answers', short(text(r)));
+
+  // A JavaScript dialog blocks the page: reported, refused, then answered.
+  snap = text(await call('browser_navigate', { url: page }));
+  const ask = /button "Ask"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  r = await call('browser_click', { ref: ask?.[1] || 'e1' });
+  check(!r.isError && /\[confirm dialog\]: "Really\?"/.test(text(r)), 'a click that opens confirm() reports the dialog', short(text(r)));
+  r = await call('browser_snapshot');
+  check(r.isError && /dialog is open/.test(text(r)), 'other tools are refused while the dialog is open', short(text(r)));
+  r = await call('browser_handle_dialog', { accept: true });
+  check(!r.isError && /status[^\n]*: confirmed/.test(text(r)), 'browser_handle_dialog accepts it and the page continues', short(text(r)));
+  snap = text(r);
+  const src = /button "Drag me"[^\n]*\[ref=(e\d+)\]/.exec(snap), dst = /button "Drop here"[^\n]*\[ref=(e\d+)\]/.exec(snap);
+  r = await call('browser_drag', { startRef: src?.[1] || 'e1', endRef: dst?.[1] || 'e1' });
+  check(!r.isError && /status[^\n]*: dropped/.test(text(r)), 'browser_drag drags between two elements', short(text(r)));
 
   // Cancellation: a long wait is abandoned promptly and frees the browser.
   const ac = new AbortController();
