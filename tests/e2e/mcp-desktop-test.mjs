@@ -127,8 +127,9 @@ try {
     if (!field) throw new Error('no field');
     await computer({ action: 'left_click', coordinate: [Math.round((field.x0 + field.x1) / 2), Math.round((field.y0 + field.y1) / 2)] });
     await call('key', { text: 'ctrl+a BackSpace' });
+    const t0 = performance.now();
     const res = await call('type', { text: args.type });
-    check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}"`);
+    check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}" (${Math.round(performance.now() - t0)} ms with its screenshot)`);
     process.exit(failed ? 1 : 0);
   }
 
