@@ -6,6 +6,7 @@
 #include "mcp/browser/snapshot.h"
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -333,6 +334,7 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, size_t max_chars, s
 	char url[2048], title[256];
 	size_t omitted;
 
+	uint64_t t0 = util_now_ms();
 	br_refs_begin(b);
 	r = br_cdp(b, cx, true, "Accessibility.getFullAXTree", NULL, e);
 	if (!r)
@@ -348,7 +350,11 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, size_t max_chars, s
 	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n- Page Snapshot:\n```yaml\n", url,
 			title) == -1)
 		return -1;
+	uint64_t t1 = util_now_ms();
 	omitted = snapshot_render(json_object_get(r, "nodes"), max_chars, snap_ref, b, out);
+	log_debug("snapshot", "{s:I, s:I, s:I, s:I}", "nodes", (json_int_t)json_array_size(json_object_get(r, "nodes")),
+		  "ax_ms", (json_int_t)(t1 - t0), "render_ms", (json_int_t)(util_now_ms() - t1),
+		  "omitted", (json_int_t)omitted);
 	if (buf_appends(out, "```\n", e) == -1)
 		return -1;
 	if (omitted)
