@@ -446,7 +446,7 @@ json_t *br_cdp_t(struct browser *b, const struct br_cx *cx, bool page, const cha
 		err_clear(e);
 		return json_object();
 	}
-	err_set(e, 0, "a %s dialog opened in the page (\"%s\"): answer it with browser_handle_dialog", type, msg);
+	err_set(e, 0, "a dialog opened in the page (%s: \"%s\"): answer it with browser_handle_dialog", type, msg);
 	return NULL;
 }
 

@@ -947,7 +947,7 @@ static int tl_dispatch(struct mcp_call *call, const json_t *args, struct mcp_res
 	char type[16], msg[512];
 	if (!bd->def->during_dialog && br_dialog(t.b, type, sizeof(type), msg, sizeof(msg))) {
 		br_unlock(t.b);
-		return mcp_result_error(res, "A %s dialog is open in the page: \"%s\". Answer it with "
+		return mcp_result_error(res, "A dialog is open in the page (%s: \"%s\"). Answer it with "
 				       "browser_handle_dialog (accept, and promptText for a prompt) first.",
 				       type, msg) == -1 ? -1 : 0;
 	}

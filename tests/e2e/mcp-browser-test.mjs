@@ -135,6 +135,10 @@ try {
   check(r.isError && /dialog is open/.test(text(r)), 'other tools are refused while the dialog is open', short(text(r)));
   r = await call('browser_handle_dialog', { accept: true });
   check(!r.isError && /status[^\n]*: confirmed/.test(text(r)), 'browser_handle_dialog accepts it and the page continues', short(text(r)));
+  r = await call('browser_evaluate', { function: "() => alert('hi')" });
+  check(r.isError && /a dialog opened in the page \(alert: "hi"\)/.test(text(r)), 'an evaluate that opens alert() reports it instead of hanging', short(text(r)));
+  r = await call('browser_handle_dialog', { accept: false });
+  check(!r.isError && /Dismissed the alert dialog/.test(text(r)), 'browser_handle_dialog dismisses the alert', short(text(r)));
   snap = text(r);
   const src = /button "Drag me"[^\n]*\[ref=(e\d+)\]/.exec(snap), dst = /button "Drop here"[^\n]*\[ref=(e\d+)\]/.exec(snap);
   r = await call('browser_drag', { startRef: src?.[1] || 'e1', endRef: dst?.[1] || 'e1' });
