@@ -373,8 +373,14 @@ int hsrv_defer_stream(struct hsrv_defer *d, int status, const char *ctype,
 
 	if (!d->wsi || d->streaming)
 		return -1;
-	if (lws_add_http_common_headers(d->wsi, (unsigned)status, ctype,
-					LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
+	/* Chunked, so the connection stays open for the next request and the
+	 * client is the side that closes it (a server inside a sandbox that
+	 * closes first holds a TIME_WAIT that blocks checkpoints). */
+	if (lws_add_http_header_status(d->wsi, (unsigned)status, &p, end) ||
+	    lws_add_http_header_by_token(d->wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+					 (const unsigned char *)ctype, (int)strlen(ctype), &p, end) ||
+	    lws_add_http_header_by_name(d->wsi, (const unsigned char *)"transfer-encoding:",
+					(const unsigned char *)"chunked", 7, &p, end) ||
 	    lws_add_http_header_by_name(d->wsi, (const unsigned char *)"cache-control:",
 					(const unsigned char *)"no-cache", 8, &p, end) ||
 	    (hdrs && add_extra_headers(d->wsi, hdrs->headers, &p, end)) ||
@@ -386,13 +392,23 @@ int hsrv_defer_stream(struct hsrv_defer *d, int status, const char *ctype,
 
 int hsrv_defer_write(struct hsrv_defer *d, const void *p, size_t n)
 {
+	char size[24];
+	int m;
+
 	if (!d->streaming)
 		return -1;
-	return n ? defer_queue(d, p, n) : 0;
+	if (!n)
+		return 0;
+	m = snprintf(size, sizeof(size), "%zx\r\n", n);
+	if (defer_queue(d, size, (size_t)m) || defer_queue(d, p, n) || defer_queue(d, "\r\n", 2))
+		return -1;
+	return 0;
 }
 
 void hsrv_defer_end(struct hsrv_defer *d)
 {
+	if (d->wsi && d->streaming && !d->last)
+		defer_queue(d, "0\r\n\r\n", 5);
 	d->owner_done = true;
 	d->last = true;
 	if (!d->wsi) {
@@ -426,8 +442,13 @@ static int defer_send(struct lws *wsi, struct hsrv_conn *c)
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
-	/* A stream has no length: its end is the end of the connection. */
-	return d->last ? -1 : 0;
+	if (!d->last)
+		return 0;
+	/* The last chunk is out: the connection is ready for the next request. */
+	c->defer = NULL;
+	defer_free(d);
+	conn_reset(c);
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 static void tasks_run(struct hsrv *srv)

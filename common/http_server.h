@@ -97,10 +97,11 @@ int hsrv_resp_header(struct hsrv_resp *r, const char *name, const char *value);
  * the owner of the handle, on the loop thread, either answers in one piece
  * with hsrv_defer_reply(), or starts a stream (hsrv_defer_stream(), then
  * hsrv_defer_write() any number of times, then hsrv_defer_end()), e.g. for
- * Server-Sent Events.  A stream has no Content-Length and its connection
- * closes after the end.  If the peer goes away first, gone(ud) runs once on
- * the loop thread; the owner must still end the handle (reply or end),
- * which then only frees it.  Every function here is loop-thread only. */
+ * Server-Sent Events.  A stream is sent with chunked transfer encoding, so
+ * its connection stays usable for the next request.  If the peer goes away
+ * first, gone(ud) runs once on the loop thread; the owner must still end
+ * the handle (reply or end), which then only frees it.  Every function here
+ * is loop-thread only. */
 struct hsrv_defer;
 typedef void (*hsrv_gone_cb)(void *ud);
 
