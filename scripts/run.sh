@@ -5,6 +5,7 @@
 # port forwards; the portal and proxy replace the forwards as they land.
 #
 #   CLOCHE_NOVNC_PORT (6080)  CLOCHE_VNC_PORT (5900)  CLOCHE_HEALTH_PORT (18080)
+#   CLOCHE_SHELL_PORT (8889)  CLOCHE_DESKTOP_PORT (8100)  CLOCHE_BROWSER_PORT (7999)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/sandbox.sh
@@ -30,12 +31,18 @@ fi
 fw_start "$id" "${CLOCHE_NOVNC_PORT:-6080}" 6080
 fw_start "$id" "${CLOCHE_VNC_PORT:-5900}" 5900
 fw_start "$id" "${CLOCHE_HEALTH_PORT:-18080}" 8080
+fw_start "$id" "${CLOCHE_SHELL_PORT:-8889}" 8889
+fw_start "$id" "${CLOCHE_DESKTOP_PORT:-8100}" 8100
+fw_start "$id" "${CLOCHE_BROWSER_PORT:-7999}" 7999
 
 cat <<MSG
 
 cloche is running (sandbox $id).
   Desktop in a browser (noVNC):  http://127.0.0.1:${CLOCHE_NOVNC_PORT:-6080}/vnc.html?autoconnect=1&resize=scale
   VNC client:                    127.0.0.1:${CLOCHE_VNC_PORT:-5900}  (e.g. vncviewer 127.0.0.1::${CLOCHE_VNC_PORT:-5900})
+  MCP servers (Streamable HTTP): shell   http://127.0.0.1:${CLOCHE_SHELL_PORT:-8889}/mcp
+                                 desktop http://127.0.0.1:${CLOCHE_DESKTOP_PORT:-8100}/mcp   (computer use)
+                                 browser http://127.0.0.1:${CLOCHE_BROWSER_PORT:-7999}/mcp   (playwright-mcp style tools)
   Health:                        http://127.0.0.1:${CLOCHE_HEALTH_PORT:-18080}/health
   Logs:                          $(sb_dir "$id")/console.log
   Stop:                          make stop
