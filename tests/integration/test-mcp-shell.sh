@@ -69,6 +69,28 @@ check "SIGTERM stops mcp-shell cleanly (exit $rc in $(($(now_ms) - t0)) ms)" tes
 pid=
 check "every call was logged as one JSON line" bash -c "grep -c '\"msg\":\"mcp call\"' '$work/mcp-shell.log' | grep -qv '^0$'"
 
+# The same end-to-end run against the ASan + UBSan build, when there is one.
+san=build-san/bin/mcp-shell
+if [[ -x $san ]]; then
+	port=$(free_port)
+	(cd "$work" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		exec "$OLDPWD/$san" --listen 127.0.0.1 --port "$port") 2>"$work/mcp-shell-san.log" &
+	pid=$!
+	for _ in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/mcp" && break
+		sleep 0.1
+	done
+	node tests/e2e/mcp-shell-test.mjs --url "http://127.0.0.1:$port/mcp" --dir "$work" >"$work/san-e2e.txt" 2>&1
+	rc=$?
+	check "SDK client end to end against the ASan+UBSan build ($(grep -c '^ok' "$work/san-e2e.txt") checks)" test "$rc" = 0
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	pid=
+	check "the sanitizer build exits cleanly (exit $rc) with no sanitizer report" \
+		bash -c "[[ $rc == 0 ]] && ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' '$work/mcp-shell-san.log'"
+fi
+
 # --- (b) inside a sandbox, as the agent would use it -----------------------
 if [[ -z $template ]]; then
 	not_ok "a desktop template exists (run make template)"
