@@ -73,6 +73,7 @@ struct x11_input {
 	int qhead, qlen;
 	uint64_t gate;        /* queued events wait until this time */
 	int settle_ms;        /* wait after (re)binding keycodes */
+	unsigned long dropped; /* key presses that found no keycode */
 	bool release_pending; /* release everything once the queue is empty */
 };
 
@@ -98,6 +99,29 @@ static bool kc_unbound(const struct x11_input *in, int kc)
 
 	for (int i = 0; i < in->per; i++)
 		if (row[i] != NoSymbol)
+			return false;
+	return true;
+}
+
+/* A keysym that stands for a character, whose shift level matters. */
+static bool is_character(KeySym ks)
+{
+	return (ks >= 0x20 && ks < 0xfe00) || (ks >= 0x01000000 && ks <= 0x0110ffff);
+}
+
+/* Whether kc looks bound the way this module binds spares: one character
+ * keysym in every column.  No key of a real layout does that (letters
+ * differ in case, BackSpace and the like are not characters). */
+static bool looks_like_spare(const struct x11_input *in, int kc)
+{
+	const KeySym *row = in->map + (size_t)(kc - in->min_kc) * (size_t)in->per;
+
+	/* Both core columns are set by a binding; `space NoSymbol space`
+	 * (the space bar) is not one. */
+	if (in->per < 2 || !is_character(row[0]) || row[1] != row[0])
+		return false;
+	for (int i = 2; i < in->per; i++)
+		if (row[i] != row[0] && row[i] != NoSymbol)
 			return false;
 	return true;
 }
@@ -148,6 +172,12 @@ static KeyCode find_keycode(const struct x11_input *in, KeySym ks, int *level)
 
 enum bind_result { BIND_NONE, BIND_DONE, BIND_WAIT };
 
+/* Whether spare s is unbound or bound by us (not another process's). */
+static bool kc_is_ours_or_free(const struct x11_input *in, const struct spare *s)
+{
+	return s->ks != NoSymbol || kc_unbound(in, s->kc);
+}
+
 static bool in_set(const KeySym *set, int n, KeySym ks)
 {
 	for (int i = 0; i < n; i++)
@@ -158,10 +188,12 @@ static bool in_set(const KeySym *set, int n, KeySym ks)
 
 /* Picks a spare for a new binding: an unbound one first, else the least
  * recently used of ours that is not held down, not bound to a keysym in
- * keep (wanted by queued events) and not taken in this batch.  NULL when
- * none is left. */
+ * keep (wanted by queued events) and not taken in this batch; with
+ * foreign, one another process bound when nothing else is left (taking
+ * it over beats dropping the key: the other process notices and binds
+ * again).  NULL when none is left. */
 static struct spare *pick_spare(struct x11_input *in, const KeySym *keep, int nkeep,
-				const bool *taken)
+				const bool *taken, bool foreign)
 {
 	struct spare *pick = NULL;
 
@@ -170,8 +202,12 @@ static struct spare *pick_spare(struct x11_input *in, const KeySym *keep, int nk
 
 		if (taken[i] || in->down[s->kc])
 			continue;
-		if (s->ks == NoSymbol && !kc_unbound(in, s->kc))
-			continue; /* bound by another process */
+		if (s->ks == NoSymbol && !kc_unbound(in, s->kc)) {
+			/* Bound by another process: only as the last resort. */
+			if (foreign && !pick)
+				pick = s;
+			continue;
+		}
 		if (s->ks != NoSymbol && sym_at(in, s->kc, 0) != s->ks) {
 			s->ks = NoSymbol; /* taken over by another process */
 			if (!kc_unbound(in, s->kc))
@@ -179,7 +215,8 @@ static struct spare *pick_spare(struct x11_input *in, const KeySym *keep, int nk
 		}
 		if (s->ks != NoSymbol && in_set(keep, nkeep, s->ks))
 			continue;
-		if (!pick || (pick->ks != NoSymbol && s->ks == NoSymbol) ||
+		if (!pick || !kc_is_ours_or_free(in, pick) ||
+		    (pick->ks != NoSymbol && s->ks == NoSymbol) ||
 		    ((pick->ks == NoSymbol) == (s->ks == NoSymbol) && s->stamp < pick->stamp))
 			pick = s;
 	}
@@ -214,12 +251,15 @@ static enum bind_result bind_batch(struct x11_input *in, uint64_t now, uint64_t 
 			want[nwant++] = q->ks;
 	}
 	for (int i = 0; i < nwant; i++) {
-		struct spare *s = pick_spare(in, keep, nkeep, taken);
+		struct spare *s = pick_spare(in, keep, nkeep, taken, false);
 
-		/* Every spare holds a keysym wanted further on: the head goes
-		 * first, its successors will be bound again when their turn comes. */
+		/* Every spare holds a keysym wanted further on (the head goes
+		 * first, its successors are bound again when their turn comes),
+		 * or another process holds them all. */
 		if (!s && i == 0)
-			s = pick_spare(in, NULL, 0, taken);
+			s = pick_spare(in, NULL, 0, taken, false);
+		if (!s && i == 0)
+			s = pick_spare(in, NULL, 0, taken, true);
 		if (!s)
 			break;
 		if (s->ks != NoSymbol && now < in->used_ms[s->kc] + (uint64_t)in->settle_ms) {
@@ -282,12 +322,6 @@ static KeyCode modifier_keycode(const struct x11_input *in, int index)
 	return 0;
 }
 
-/* A keysym that stands for a character, whose shift level matters. */
-static bool is_character(KeySym ks)
-{
-	return (ks >= 0x20 && ks < 0xfe00) || (ks >= 0x01000000 && ks <= 0x0110ffff);
-}
-
 static bool caps_locked(struct x11_input *in)
 {
 	XkbStateRec st;
@@ -336,6 +370,7 @@ static void key_down(struct x11_input *in, KeySym ks)
 
 	if (!kc) {
 		log_warn("no keycode for keysym", "{s:I}", "keysym", (json_int_t)ks);
+		in->dropped++;
 		return;
 	}
 	if (IsModifierKey(ks) || !is_character(ks) || sym_at(in, kc, 0) == sym_at(in, kc, 1)) {
@@ -522,6 +557,11 @@ void x11_input_release_all(struct x11_input *in)
 	drain(in, util_now_ms());
 }
 
+unsigned long x11_input_dropped(const struct x11_input *in)
+{
+	return in->dropped;
+}
+
 int x11_input_buttons(const struct x11_input *in)
 {
 	return in->buttons;
@@ -606,11 +646,14 @@ struct x11_input *x11_input_new(Display *dpy, int screen, enum x11_spare_end end
 		return NULL;
 	}
 	/* The pool's order is the LRU order of never-used spares: two
-	 * processes starting from opposite ends rarely want the same one. */
+	 * processes starting from opposite ends rarely want the same one.
+	 * Keycodes another process has bound as spares belong to the pool
+	 * too (as a last resort), or a process restarted while the other
+	 * holds them all would have none. */
 	for (int i = 0; i <= in->max_kc - in->min_kc && in->nspare < MAX_SPARE; i++) {
 		int kc = end == X11_SPARE_HIGH ? in->max_kc - i : in->min_kc + i;
 
-		if (kc_unbound(in, kc))
+		if (kc_unbound(in, kc) || looks_like_spare(in, kc))
 			in->spare[in->nspare++] = (struct spare){(KeyCode)kc, NoSymbol, 0};
 	}
 	log_info("keyboard ready", "{s:i, s:i, s:i, s:i}", "min_keycode", in->min_kc,

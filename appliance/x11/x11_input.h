@@ -66,7 +66,11 @@ bool x11_input_can_type(const struct x11_input *in, uint32_t ks);
  * events (e.g. when the last viewer leaves mid-keystroke). */
 void x11_input_release_all(struct x11_input *in);
 
-/* The button mask and position of the last event sent. */
+/* How many key presses so far found no keycode (no spare was free) and
+ * were dropped; callers compare it before and after a burst. */
+unsigned long x11_input_dropped(const struct x11_input *in);
+
+/* The button mask of the last event sent. */
 int x11_input_buttons(const struct x11_input *in);
 
 /* Milliseconds until queued events may go, 0 if now, -1 if none queued. */

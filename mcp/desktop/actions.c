@@ -540,6 +540,7 @@ static int do_type(struct desk_actions *a, const json_t *args, const struct desk
 	size_t len, n = 0, sent = 0;
 	struct x11_input *in;
 	bool cancelled = false;
+	unsigned long dropped;
 
 	if (arg_str(args, "text", true, &text, &len, e) == -1)
 		return -1;
@@ -579,6 +580,7 @@ static int do_type(struct desk_actions *a, const json_t *args, const struct desk
 		return err_set(e, 0, "`text` is empty");
 	}
 	in = desk_screen_begin(a->scr);
+	dropped = x11_input_dropped(in);
 	while (sent < n) {
 		size_t chunk = n - sent < TYPE_CHUNK ? n - sent : TYPE_CHUNK;
 
@@ -595,8 +597,16 @@ static int do_type(struct desk_actions *a, const json_t *args, const struct desk
 			break;
 		}
 	}
+	dropped = x11_input_dropped(in) - dropped;
 	desk_screen_end(a->scr);
 	free(syms);
+	if (dropped) {
+		/* Only when every spare keycode is held down at once. */
+		r->failed = true;
+		reply_text(r, "type: %lu of %zu characters could not be typed (no free keycode)",
+			   dropped, n);
+		return 0;
+	}
 	reply_text(r, "typed %zu of %zu characters%s", sent, n, cancelled ? " (cancelled)" : "");
 	return after_action(a, ctx, r);
 }
