@@ -134,7 +134,7 @@ host_part() {
 		{ printf '{"action":"type","text":"%s"}\n' 'ÀÁÂÃÄÅ'; sleep 8; } |
 			"$BUILD/tests/tools/desk-try" --display "$disp" >"$WORK/holder.out" 2>&1 &
 		holder=$!
-		wait_for 10 grep -q typed "$WORK/holder.out"
+		wait_for 10 grep -qs typed "$WORK/holder.out"
 		text='ø€ß'
 		node "$CLIENT" --url "http://127.0.0.1:$port/mcp" --type "$text" >/dev/null
 		if wait_for 10 typed; then
