@@ -9,7 +9,7 @@ PKGS=(
 	# build
 	build-essential pkg-config git check libsubunit-dev
 	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev
-	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev
+	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev libpng-dev
 	# sandboxes: gVisor, btrfs pool, template build, netns
 	runsc btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC
