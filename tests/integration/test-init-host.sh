@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 health() { curl -s -m 2 "http://127.0.0.1:$port/health"; }
 field() { health | jq -r "$1"; }
 wait_for() { # SECONDS JQ-EXPR-THAT-MUST-BE-true

@@ -12,6 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
+. tests/lib/mcp.sh
 . scripts/lib/sandbox.sh
 
 bin=build/bin/mcp-shell
@@ -28,7 +29,6 @@ cleanup() {
 trap cleanup EXIT
 
 # --- (a) conformance suite against the host build -------------------------
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 (cd "$work" && exec "$OLDPWD/$bin" --listen 127.0.0.1 --port "$port") 2>"$work/mcp-shell.log" &
 pid=$!
@@ -38,21 +38,8 @@ for _ in $(seq 50); do
 done
 check "mcp-shell listens on the host (port $port)" curl -s -o /dev/null "http://127.0.0.1:$port/mcp"
 
-conformance() { # scenario
-	(cd tests/e2e && NODE_OPTIONS="--import $PWD/lib/conformance-node20.mjs" \
-		timeout 120 npx --no-install conformance server --url "http://127.0.0.1:$port/mcp" \
-		--scenario "$1" 2>&1) >"$work/conf-$1.txt"
-	local rc=$? summary
-	summary=$(grep -E 'Passed: [0-9]+/[0-9]+' "$work/conf-$1.txt" | tail -n 1)
-	if [[ $rc == 0 ]] && grep -qE 'Passed: ([0-9]+)/\1, 0 failed' "$work/conf-$1.txt"; then
-		ok "conformance $1: $summary"
-	else
-		not_ok "conformance $1 (exit $rc): ${summary:-no summary}"
-		sed 's/^/# /' "$work/conf-$1.txt" | tail -n 20
-	fi
-}
-for s in server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams; do
-	conformance "$s"
+for s in $MCP_CONFORMANCE_SCENARIOS server-sse-multiple-streams; do
+	mcp_conformance "http://127.0.0.1:$port/mcp" "$s" "$work"
 done
 
 # The SDK client and the raw checks against the host build too (as root).

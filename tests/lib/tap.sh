@@ -18,3 +18,12 @@ tap_exit() { exit "$TAP_FAILED"; }
 
 # Milliseconds since the epoch.
 now_ms() { date +%s%3N; }
+
+# A TCP port nothing listens on right now (for servers the tests start).
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }
+	done
+}
