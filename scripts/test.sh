@@ -8,6 +8,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
+# Everything the tests leave in TMPDIR (work directories, browser profiles,
+# the empty org.chromium.* directories Chromium leaves behind) goes when the
+# run ends.  --one-file-system: never reach into a mount a failed test left.
+TMPDIR=$(mktemp -d /tmp/cloche-test.XXXXXX)
+export TMPDIR
+trap 'rm -rf --one-file-system "$TMPDIR"' EXIT
+
 passed=0
 failed=0
 failures=()

@@ -39,15 +39,17 @@ static void setup(void)
 
 static void teardown(void)
 {
-	setup();
 	if (conf_path[0])
 		unlink(conf_path);
+	setup();
 }
 
 static const char *write_conf(const char *text)
 {
 	int fd;
 
+	if (conf_path[0])
+		unlink(conf_path); /* one file per test: drop the previous one */
 	snprintf(conf_path, sizeof(conf_path), "/tmp/cloche-cfg-XXXXXX");
 	fd = mkstemp(conf_path);
 	ck_assert_int_ge(fd, 0);
