@@ -176,7 +176,7 @@ finish() {
 	: >"$root/etc/resolv.conf"
 
 	# One id per template; things that must differ per sandbox are set after
-	# start or restore (DESIGN.md).  D-Bus clients (Chromium) read the second
+	# start or restore (docs/architecture.md).  D-Bus clients (Chromium) read the second
 	# path.
 	local id
 	id="$(tr -d '-' </proc/sys/kernel/random/uuid)"
