@@ -7,6 +7,7 @@
 #   make test                 install what is needed, build, pass every test
 #   make run / make stop      start / stop the all-in-one appliance
 #   make bench                print benchmark figures (bench/results/)
+#   make fuzz                 run the libFuzzer targets (tests/fuzz/, needs clang)
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 

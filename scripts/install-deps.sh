@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(
 	# build
-	build-essential pkg-config git check libsubunit-dev
+	build-essential pkg-config git check libsubunit-dev clang libclang-rt-14-dev
 	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev
 	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev libpng-dev
 	# sandboxes: gVisor, btrfs pool, template build, netns

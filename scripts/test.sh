@@ -55,6 +55,15 @@ for t in build-san/tests/unit-*; do
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_unit "$t"
 done
 
+note "fuzzing the parsers (libFuzzer, ASan+UBSan, ${CLOCHE_FUZZ_SECONDS:-20} s each)"
+fuzz_out=$(make -s fuzz FUZZ_SECONDS="${CLOCHE_FUZZ_SECONDS:-20}" 2>&1)
+printf '%s\n' "$fuzz_out"
+passed=$((passed + $(grep -c '^ok - ' <<<"$fuzz_out")))
+fuzz_failed=$(grep -c '^not ok - ' <<<"$fuzz_out")
+failed=$((failed + fuzz_failed))
+((fuzz_failed == 0)) || failures+=(fuzz)
+grep -q '^ok - \|^not ok - ' <<<"$fuzz_out" || record "fuzz build" 1
+
 note "desktop template"
 if ! template=$(rootfs/build-template.sh); then
 	echo "template build failed"

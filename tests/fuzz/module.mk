@@ -1,0 +1,37 @@
+# tests/fuzz/: libFuzzer targets for the parsers that read what peers and
+# templates send.  Built with clang (libFuzzer needs it) straight from the
+# sources they cover, with ASan+UBSan; not part of `all`.
+#   make fuzz                   build and run each target for FUZZ_SECONDS (30)
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Wall -Wextra -Werror \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	$(call pc_cflags,jansson)
+FUZZ_LIBS := $(call pc_libs,jansson)
+FUZZ_COMMON := common/err.c common/util.c common/buf.c
+
+FUZZ_SRCS_init-config := tests/fuzz/fuzz_init_config.c appliance/init/config.c
+FUZZ_SRCS_mcp-message := tests/fuzz/fuzz_mcp_message.c common/json.c mcp/lib/jsonrpc.c \
+	mcp/lib/schema.c mcp/lib/hostcheck.c
+FUZZ_SRCS_cfg-file := tests/fuzz/fuzz_cfg_file.c common/cfg.c
+FUZZ_TARGETS := init-config mcp-message cfg-file
+
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz-%: $$(FUZZ_SRCS_%) $(FUZZ_COMMON) tests/fuzz/module.mk
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS_$*) $(FUZZ_COMMON) $(FUZZ_LIBS)
+
+fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+		if $(BUILD)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+			-print_final_stats=1 $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+			>$(BUILD)/fuzz/fuzz-$$t.log 2>&1; then \
+			echo "ok - fuzz-$$t: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(BUILD)/fuzz/fuzz-$$t.log) inputs in $(FUZZ_SECONDS) s, no crash, leak or UB"; \
+		else \
+			echo "not ok - fuzz-$$t (see $(BUILD)/fuzz/fuzz-$$t.log; the input is saved as crash-*)"; \
+			tail -n 30 $(BUILD)/fuzz/fuzz-$$t.log | sed 's/^/# /'; rc=1; \
+		fi; \
+	done; exit $$rc
+
+.PHONY: fuzz
