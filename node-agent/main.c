@@ -1,0 +1,365 @@
+/* cloche-node: the node agent.  Serves the node API (bearer credential) on
+ * the common HTTP loop; create and destroy run on worker threads and answer
+ * through deferred responses posted back to the loop.  SIGTERM stops serving
+ * and leaves the sandboxes running: the next start re-adopts them. */
+#include "node-agent/na_sandbox.h"
+
+#include "common/cfg.h"
+#include "common/http_server.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+struct agent {
+	struct na_node *node;
+	struct hsrv *srv;
+	char cred[256];
+	size_t cred_len;
+};
+
+static const struct cfg_opt opts[] = {
+	{"pool", CFG_STR, "/var/lib/cloche", "btrfs pool (templates/, sandboxes/)"},
+	{"listen", CFG_STR, "127.0.0.1", "address of the node API"},
+	{"port", CFG_INT, "7070", "port of the node API"},
+	{"credential-file", CFG_STR, NULL, "file holding the node credential (bearer token)"},
+	{"runsc-root", CFG_STR, "/run/cloche/runsc", "runsc --root"},
+	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+/* Constant-time comparison of the bearer token with the credential. */
+static bool authorized(struct agent *a, const struct hsrv_req *req)
+{
+	char h[512];
+	int n = hsrv_req_header(req, "authorization", h, sizeof(h));
+	unsigned char diff = 0;
+	const char *tok;
+
+	if (n < 7 || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	tok = h + 7;
+	if (strlen(tok) != a->cred_len)
+		return false;
+	for (size_t i = 0; i < a->cred_len; i++)
+		diff |= (unsigned char)(tok[i] ^ a->cred[i]);
+	return diff == 0;
+}
+
+static bool deny(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	if (authorized(a, req))
+		return false;
+	hsrv_resp_error(resp, 401, "unauthorized", "a valid node credential is required");
+	hsrv_resp_header(resp, "WWW-Authenticate", "Bearer");
+	return true;
+}
+
+static const char *err_code(int status)
+{
+	switch (status) {
+	case 400: return "bad_request";
+	case 404: return "not_found";
+	case 409: return "conflict";
+	case 413: return "too_large";
+	default: return "internal";
+	}
+}
+
+static void resp_err(struct hsrv_resp *resp, const struct err *e)
+{
+	int st = e->http_status ? e->http_status : 500;
+	hsrv_resp_error(resp, st, err_code(st), e->msg);
+}
+
+/* A slow request: runs on its own thread, answers on the loop thread. */
+struct job {
+	struct agent *a;
+	struct hsrv_defer *defer;
+	bool create;
+	char id[32];
+	int status;
+	json_t *body;
+};
+
+static void job_gone(void *ud)
+{
+	(void)ud; /* the answer is still sent (and dropped) when the job ends */
+}
+
+static void job_reply(void *ud)
+{
+	struct job *j = ud;
+	struct hsrv_resp resp;
+
+	memset(&resp, 0, sizeof(resp));
+	hsrv_resp_json(&resp, j->status, j->body);
+	hsrv_defer_reply(j->defer, &resp);
+	free(j);
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	struct err e = ERR_INIT;
+	int rc;
+
+	if (j->create) {
+		rc = na_node_create_run(j->a->node, j->id, &e);
+		if (rc == 0) {
+			j->status = 201;
+			j->body = na_node_get_json(j->a->node, j->id);
+		}
+	} else {
+		rc = na_node_destroy(j->a->node, j->id, &e);
+		if (rc == 0) {
+			j->status = 200;
+			j->body = json_pack("{s:s, s:s}", "id", j->id, "state", "destroyed");
+		}
+	}
+	if (rc == -1) {
+		j->status = e.http_status ? e.http_status : 500;
+		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", err_code(j->status),
+				    "message", e.msg);
+	}
+	if (hsrv_post(j->a->srv, job_reply, j) == -1)
+		log_error("cannot post an answer", "{s:s}", "id", j->id);
+	return NULL;
+}
+
+static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
+		      bool create, const char *id)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	pthread_t th;
+	pthread_attr_t attr;
+
+	if (!j) {
+		hsrv_resp_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	j->a = a;
+	j->create = create;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->defer = hsrv_defer(req, job_gone, j);
+	if (!j->defer) {
+		free(j);
+		hsrv_resp_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, job_thread, j) != 0) {
+		/* Answer through the handle; resp is no longer ours to fill. */
+		j->status = 500;
+		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",
+				    "cannot start a worker thread");
+		job_reply(j);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	char id[32];
+
+	if (deny(a, req, resp))
+		return;
+	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
+			     : json_object();
+	if (!body || na_node_create_begin(a->node, body, id, &e) == -1) {
+		resp_err(resp, &e);
+		return;
+	}
+	start_job(a, req, resp, true, id);
+}
+
+static const char *path_id(const struct hsrv_req *req)
+{
+	return req->path + strlen("/v1/sandboxes/");
+}
+
+static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+
+	if (deny(a, req, resp))
+		return;
+	hsrv_resp_json(resp, 200, na_node_list_json(a->node));
+}
+
+static void h_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	json_t *j;
+
+	if (deny(a, req, resp))
+		return;
+	j = na_node_get_json(a->node, path_id(req));
+	if (!j) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "no sandbox `%.64s`", path_id(req));
+		hsrv_resp_error(resp, 404, "not_found", msg);
+		return;
+	}
+	hsrv_resp_json(resp, 200, j);
+}
+
+static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+
+	if (deny(a, req, resp))
+		return;
+	if (!na_valid_id(path_id(req))) {
+		hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
+		return;
+	}
+	start_job(a, req, resp, false, path_id(req));
+}
+
+static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+
+	if (deny(a, req, resp))
+		return;
+	hsrv_resp_json(resp, 200, na_node_capacity_json(a->node));
+}
+
+static void h_healthz(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	(void)ud;
+	(void)req;
+	hsrv_resp_json(resp, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static int on_signal(void *ud, int fd)
+{
+	struct agent *a = ud;
+	struct signalfd_siginfo si;
+
+	if (fd < 0)
+		return -1;
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		log_info("shutting down; sandboxes keep running", "{s:s}", "signal",
+			 strsignal((int)si.ssi_signo));
+		hsrv_stop(a->srv);
+	}
+	return 0;
+}
+
+static void die(const char *what, const struct err *e)
+{
+	log_error(what, "{s:s}", "error", e->msg);
+	exit(1);
+}
+
+static void read_credential(struct agent *a, const char *path)
+{
+	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	struct err e = ERR_INIT;
+
+	if (fd == -1) {
+		err_set(&e, errno, "open credential file `%s`", path);
+		die("cannot start", &e);
+	}
+	n = read(fd, a->cred, sizeof(a->cred) - 1);
+	if (n < 0)
+		n = 0;
+	a->cred[n] = '\0';
+	while (n > 0 && (a->cred[n - 1] == '\n' || a->cred[n - 1] == '\r' ||
+			 a->cred[n - 1] == ' '))
+		a->cred[--n] = '\0';
+	if (n < 16) {
+		err_set(&e, 0, "credential file `%s` must hold at least 16 characters", path);
+		die("cannot start", &e);
+	}
+	a->cred_len = (size_t)n;
+}
+
+int main(int argc, char **argv)
+{
+	struct err e = ERR_INIT;
+	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_NODE");
+	struct agent a;
+	struct hsrv_opts ho = {0};
+	struct na_node_opts no;
+	sigset_t mask;
+	int lvl, sfd, rc;
+
+	memset(&a, 0, sizeof(a));
+	log_init("cloche-node", LOG_INFO, 2);
+	if (!c)
+		return 1;
+	rc = cfg_load(c, argc, argv, &e);
+	if (rc == 1) {
+		cfg_free(c);
+		return 0;
+	}
+	if (rc == -1)
+		die("bad configuration", &e);
+	lvl = log_level_parse(cfg_str(c, "log-level"));
+	if (lvl < 0) {
+		err_set(&e, 0, "--log-level: `%s` is not a level", cfg_str(c, "log-level"));
+		die("bad configuration", &e);
+	}
+	log_init("cloche-node", (enum log_level)lvl, 2);
+	if (!cfg_str(c, "credential-file")) {
+		err_set(&e, 0, "--credential-file is required");
+		die("bad configuration", &e);
+	}
+	read_credential(&a, cfg_str(c, "credential-file"));
+
+	/* Signals go to the signalfd; block them before any thread exists. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	no.pool = cfg_str(c, "pool");
+	no.runsc_root = cfg_str(c, "runsc-root");
+	no.template_name = cfg_str(c, "template-name");
+	a.node = na_node_new(&no, &e);
+	if (!a.node)
+		die("cannot start", &e);
+	na_node_adopt(a.node);
+
+	ho.listen = cfg_str(c, "listen");
+	ho.port = (int)cfg_int(c, "port");
+	ho.max_body = 1 << 16;
+	a.srv = hsrv_new(&ho, &e);
+	if (!a.srv)
+		die("cannot listen", &e);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd == -1 || hsrv_watch(a.srv, sfd, on_signal, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "POST", "/v1/sandboxes", h_create, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "GET", "/v1/sandboxes", h_list, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
+		die("cannot start", &e);
+	log_info("serving", "{s:s, s:i, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv), "pool",
+		 no.pool);
+	rc = hsrv_run(a.srv);
+	hsrv_free(a.srv);
+	na_node_free(a.node);
+	cfg_free(c);
+	log_info("stopped", NULL);
+	return rc == 0 ? 0 : 1;
+}

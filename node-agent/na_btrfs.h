@@ -1,0 +1,19 @@
+/* btrfs subvolumes of the pool: the only file that runs btrfs.
+ * Uses the btrfs CLI (btrfs-progs); every function is thread-safe. */
+#ifndef NA_BTRFS_H
+#define NA_BTRFS_H
+
+#include "common/err.h"
+
+#include <stdbool.h>
+
+/* Makes dst a writable snapshot of subvolume src.  0 or -1 with e set. */
+int na_btrfs_snapshot(const char *src, const char *dst, struct err *e);
+
+/* Deletes subvolume path; a path that does not exist is success. */
+int na_btrfs_delete(const char *path, struct err *e);
+
+/* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
+bool na_btrfs_is_subvolume(const char *path);
+
+#endif

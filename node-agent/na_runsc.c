@@ -1,0 +1,127 @@
+/* runsc command lines and the wrapper they run in.  The namespace file and
+ * any log file are opened before fork, so the child only makes raw syscalls
+ * (the agent is multi-threaded). */
+#include "node-agent/na_runsc.h"
+#include "node-agent/na_cmd.h"
+#include "node-agent/na_netns.h"
+
+#include "common/json.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+struct wrap {
+	int nsfd;  /* S-<id>, or -1 for no wrapper */
+	int logfd; /* becomes stdout+stderr when >= 0 */
+};
+
+static int wrap_hook(void *ud)
+{
+	struct wrap *w = ud;
+
+	if (w->logfd >= 0 && (dup2(w->logfd, 1) == -1 || dup2(w->logfd, 2) == -1))
+		return -1;
+	if (w->nsfd < 0)
+		return 0;
+	if (setns(w->nsfd, CLONE_NEWNET) == -1 || unshare(CLONE_NEWNS) == -1 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1 ||
+	    mount("none", "/proc/sys/net/core", "tmpfs", 0, NULL) == -1)
+		return -1;
+	return 0;
+}
+
+/* Runs `runsc --root ROOT --network=sandbox ARGS...`, wrapped when S-<id>
+ * exists (or always, when need_ns).  out may be NULL.  Returns runsc's exit
+ * status or -1. */
+static int runsc(const char *root, const char *id, bool need_ns, int logfd, struct buf *out,
+		 struct err *e, char *const args[])
+{
+	char path[128];
+	char *argv[16] = {"runsc", "--root", (char *)root, "--network=sandbox"};
+	size_t n = 4;
+	struct wrap w = {-1, logfd};
+	int rc;
+
+	for (size_t i = 0; args[i] && n < ARRAY_LEN(argv) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	na_netns_path(id, 'S', path, sizeof(path));
+	w.nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (w.nsfd == -1 && (need_ns || errno != ENOENT))
+		return err_set(e, errno, "runsc %s %s: open netns `%s`", args[0], id, path);
+	rc = na_cmd_run(argv, wrap_hook, &w, out, e);
+	if (w.nsfd >= 0)
+		close(w.nsfd);
+	return rc;
+}
+
+int na_runsc_run(const char *root, const char *id, const char *bundle, const char *log_path,
+		 struct err *e)
+{
+	char *args[] = {"run", "-detach", "--bundle", (char *)bundle, (char *)id, NULL};
+	AUTOCLOSE int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int rc;
+
+	if (logfd == -1)
+		return err_set(e, errno, "open `%s`", log_path);
+	rc = runsc(root, id, true, logfd, NULL, e, args);
+	if (rc == -1)
+		return -1;
+	if (rc != 0)
+		return err_set(e, 0, "runsc run %s exited %d (see %s)", id, rc, log_path);
+	return 0;
+}
+
+void na_runsc_state(const char *root, const char *id, char *out, size_t len)
+{
+	char *args[] = {"state", (char *)id, NULL};
+	AUTOBUF struct buf b = BUF_INIT(64 << 10);
+	AUTOJSON json_t *st = NULL;
+	const char *status = NULL;
+	const char *start;
+
+	snprintf(out, len, "absent");
+	if (!na_netns_exists(id) || runsc(root, id, true, -1, &b, NULL, args) != 0)
+		return;
+	/* runsc may print warnings before the document. */
+	start = strchr(buf_str(&b), '{');
+	if (!start)
+		return;
+	st = cj_parse(start, strlen(start), 64 << 10, CJ_MAX_DEPTH, NULL);
+	if (st && cj_get_str(st, "status", NULL, &status, NULL) == 0 && status)
+		snprintf(out, len, "%s", status);
+}
+
+int na_runsc_kill(const char *root, const char *id, const char *sig, struct err *e)
+{
+	char *args[] = {"kill", (char *)id, (char *)sig, NULL};
+	AUTOBUF struct buf b = BUF_INIT(4096);
+	int rc = runsc(root, id, true, -1, &b, e, args);
+
+	if (rc == -1)
+		return -1;
+	if (rc != 0)
+		return err_set(e, 0, "runsc kill %s %s exited %d: %s", id, sig, rc, buf_str(&b));
+	return 0;
+}
+
+int na_runsc_delete(const char *root, const char *id, struct err *e)
+{
+	char *args[] = {"delete", "-force", (char *)id, NULL};
+	AUTOBUF struct buf b = BUF_INIT(4096);
+	int rc = runsc(root, id, false, -1, &b, e, args);
+
+	if (rc == -1)
+		return -1;
+	/* "does not exist" is what idempotent teardown hopes for. */
+	if (rc != 0 && !strstr(buf_str(&b), "not exist") && !strstr(buf_str(&b), "not found"))
+		return err_set(e, 0, "runsc delete %s exited %d: %s", id, rc, buf_str(&b));
+	return 0;
+}

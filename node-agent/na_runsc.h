@@ -1,0 +1,28 @@
+/* runsc for networked sandboxes: the only file that builds runsc command
+ * lines.  Every command runs inside the wrapper this runsc needs on new
+ * kernels (FACTS.md): the child enters S-<id>, takes a private mount
+ * namespace and hides /proc/sys/net/core under a tmpfs, then execs
+ * `runsc --root ROOT --network=sandbox ...`.  Thread-safe. */
+#ifndef NA_RUNSC_H
+#define NA_RUNSC_H
+
+#include "common/err.h"
+
+/* Starts container id detached from bundle dir; runsc's output is appended to
+ * log_path.  0 or -1 with e set. */
+int na_runsc_run(const char *root, const char *id, const char *bundle, const char *log_path,
+		 struct err *e);
+
+/* Writes the container's status ("running", "stopped", "created", ...) into
+ * out, or "absent" when runsc does not know it or S-<id> is gone.  Never
+ * fails. */
+void na_runsc_state(const char *root, const char *id, char *out, size_t len);
+
+/* Sends signal sig (e.g. "TERM") to the container's init.  0 or -1. */
+int na_runsc_kill(const char *root, const char *id, const char *sig, struct err *e);
+
+/* `runsc delete -force`, inside the wrapper when S-<id> exists and plainly
+ * otherwise (a container whose netns is already gone).  0 or -1. */
+int na_runsc_delete(const char *root, const char *id, struct err *e);
+
+#endif

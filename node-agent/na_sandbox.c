@@ -1,0 +1,643 @@
+/* The sandbox registry and lifecycle.  Each step of create leaves something
+ * that teardown() knows how to remove even when later steps never ran, so
+ * rollback after a failure and destroy are the same function, and so is the
+ * clean-up of half-made sandboxes found at start-up. */
+#include "node-agent/na_sandbox.h"
+#include "node-agent/na_btrfs.h"
+#include "node-agent/na_netns.h"
+#include "node-agent/na_runsc.h"
+#include "node-agent/na_spec.h"
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NA_READY_TIMEOUT_MS 180000
+#define NA_STOP_WAIT_MS 8000
+#define NA_HEALTH_PORT 8080
+
+struct na_sb {
+	char id[32];
+	char template[256]; /* name@digest */
+	char state[16];     /* starting, ready, stopping */
+	char created_at[40];
+	struct na_limits lim;
+	long long boot_ms;  /* create to ready; -1 when adopted */
+	struct na_sb *next;
+};
+
+struct na_node {
+	char pool[1024];
+	char runsc_root[1024];
+	char template_name[128];
+	pthread_mutex_t mu;
+	struct na_sb *list;
+};
+
+bool na_valid_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > 31 || id[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static bool valid_template(const char *t)
+{
+	if (!*t || *t == '.' || strlen(t) > 200)
+		return false;
+	for (; *t; t++) {
+		char c = *t;
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		      c == '.' || c == '@'))
+			return false;
+	}
+	return true;
+}
+
+static void sb_dir(const struct na_node *n, const char *id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/sandboxes/%s", n->pool, id);
+}
+
+static struct na_sb *find_locked(struct na_node *n, const char *id)
+{
+	for (struct na_sb *s = n->list; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static void unlink_locked(struct na_node *n, const char *id)
+{
+	for (struct na_sb **p = &n->list; *p; p = &(*p)->next) {
+		if (strcmp((*p)->id, id) == 0) {
+			struct na_sb *s = *p;
+			*p = s->next;
+			free(s);
+			return;
+		}
+	}
+}
+
+static void set_state(struct na_node *n, const char *id, const char *state, long long boot_ms)
+{
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = find_locked(n, id);
+	if (s) {
+		snprintf(s->state, sizeof(s->state), "%s", state);
+		if (boot_ms >= 0)
+			s->boot_ms = boot_ms;
+	}
+	pthread_mutex_unlock(&n->mu);
+}
+
+struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
+{
+	struct na_node *n = calloc(1, sizeof(*n));
+	char path[1100];
+
+	if (!n) {
+		err_set(e, ENOMEM, "node");
+		return NULL;
+	}
+	snprintf(n->pool, sizeof(n->pool), "%s", o->pool);
+	snprintf(n->runsc_root, sizeof(n->runsc_root), "%s", o->runsc_root);
+	snprintf(n->template_name, sizeof(n->template_name), "%s", o->template_name);
+	pthread_mutex_init(&n->mu, NULL);
+	snprintf(path, sizeof(path), "%s/sandboxes", n->pool);
+	if (mkdir(path, 0700) == -1 && errno != EEXIST) {
+		err_set(e, errno, "mkdir `%s`", path);
+		na_node_free(n);
+		return NULL;
+	}
+	if (mkdir(n->runsc_root, 0700) == -1 && errno != EEXIST) {
+		/* /run/cloche may be missing on a fresh boot. */
+		snprintf(path, sizeof(path), "%s", n->runsc_root);
+		char *slash = strrchr(path, '/');
+		if (slash && slash != path) {
+			*slash = '\0';
+			(void)mkdir(path, 0700);
+		}
+		if (mkdir(n->runsc_root, 0700) == -1 && errno != EEXIST) {
+			err_set(e, errno, "mkdir `%s`", n->runsc_root);
+			na_node_free(n);
+			return NULL;
+		}
+	}
+	return n;
+}
+
+void na_node_free(struct na_node *n)
+{
+	if (!n)
+		return;
+	while (n->list) {
+		struct na_sb *s = n->list;
+		n->list = s->next;
+		free(s);
+	}
+	pthread_mutex_destroy(&n->mu);
+	free(n);
+}
+
+/* Resolves a template name to name@digest: an exact name@digest, or the
+ * newest (by mtime) read-only subvolume templates/<name>@*.  Writes the
+ * resolved name into out.  0 or -1 with 404. */
+static int resolve_template(const struct na_node *n, const char *name, char *out, size_t len,
+			    struct err *e)
+{
+	char dir[1100], path[1400];
+	DIR *d;
+	struct dirent *de;
+	size_t nl = strlen(name);
+	time_t best = 0;
+	struct stat st;
+
+	if (!valid_template(name))
+		return err_http(e, 400, "`template`: `%s` is not a template name", name);
+	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
+	if (strchr(name, '@')) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (!na_btrfs_is_subvolume(path))
+			return err_http(e, 404, "no template `%s`", name);
+		snprintf(out, len, "%s", name);
+		return 0;
+	}
+	d = opendir(dir);
+	if (!d)
+		return err_http(e, 404, "no template `%s` (%s: %s)", name, dir, strerror(errno));
+	out[0] = '\0';
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, name, nl) != 0 || de->d_name[nl] != '@')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!na_btrfs_is_subvolume(path) || stat(path, &st) == -1)
+			continue;
+		if (!out[0] || st.st_mtime > best) {
+			best = st.st_mtime;
+			snprintf(out, len, "%s", de->d_name);
+		}
+	}
+	closedir(d);
+	if (!out[0])
+		return err_http(e, 404, "no template `%s`", name);
+	return 0;
+}
+
+static void random_id(char *out, size_t len)
+{
+	unsigned char r[5] = {0};
+	AUTOCLOSE int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
+		uint64_t t = util_now_ms() ^ (uint64_t)getpid();
+		memcpy(r, &t, sizeof(r));
+	}
+	snprintf(out, len, "sb-%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4]);
+}
+
+int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, struct err *e)
+{
+	const char *id = NULL, *tname = NULL;
+	long long mem, pids, cpus_i;
+	json_t *cpus_v;
+	double cpus;
+	char id_buf[32], tpl[256], dir[1100];
+	struct na_sb *s;
+	struct stat st;
+
+	if (!json_is_object(req))
+		return err_http(e, 400, "the body must be a JSON object");
+	if (cj_get_str(req, "id", NULL, &id, e) == -1 ||
+	    cj_get_str(req, "template", n->template_name, &tname, e) == -1 ||
+	    cj_get_int(req, "memory_mb", 2048, &mem, e) == -1 ||
+	    cj_get_int(req, "pids", 4096, &pids, e) == -1)
+		return -1;
+	cpus_v = json_object_get(req, "cpus");
+	if (!cpus_v || json_is_null(cpus_v)) {
+		cpus = 1;
+	} else if (json_is_number(cpus_v)) {
+		cpus = json_number_value(cpus_v);
+	} else {
+		return err_http(e, 400, "`cpus` must be a number");
+	}
+	(void)cpus_i;
+	if (mem < 256 || mem > 1024 * 1024)
+		return err_http(e, 400, "`memory_mb` must be between 256 and 1048576");
+	if (!(cpus >= 0.1 && cpus <= 1024))
+		return err_http(e, 400, "`cpus` must be between 0.1 and 1024");
+	if (pids < 64 || pids > 1 << 22)
+		return err_http(e, 400, "`pids` must be between 64 and 4194304");
+	if (id && !na_valid_id(id))
+		return err_http(e, 400, "`id`: `%s` is not valid (1-31 of a-z, 0-9 and -)", id);
+	if (resolve_template(n, tname, tpl, sizeof(tpl), e) == -1)
+		return -1;
+	if (!id) {
+		random_id(id_buf, sizeof(id_buf));
+		id = id_buf;
+	}
+	sb_dir(n, id, dir, sizeof(dir));
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(e, ENOMEM, "create %s", id);
+	pthread_mutex_lock(&n->mu);
+	if (find_locked(n, id) || stat(dir, &st) == 0) {
+		pthread_mutex_unlock(&n->mu);
+		free(s);
+		return err_http(e, 409, "sandbox `%s` already exists", id);
+	}
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	snprintf(s->template, sizeof(s->template), "%s", tpl);
+	snprintf(s->state, sizeof(s->state), "starting");
+	util_rfc3339(s->created_at, sizeof(s->created_at));
+	s->lim.memory_mb = mem;
+	s->lim.cpus = cpus;
+	s->lim.pids = pids;
+	s->boot_ms = -1;
+	s->next = n->list;
+	n->list = s;
+	pthread_mutex_unlock(&n->mu);
+	snprintf(id_out, 32, "%s", id);
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) == -1 ? -1 : 0;
+	return unlink(path) == -1 ? -1 : 0;
+}
+
+/* Removes whatever exists of sandbox id, in the reverse order of create.
+ * Every step runs even when an earlier one failed; returns -1 with the first
+ * error when something could not be removed. */
+static int teardown(struct na_node *n, const char *id, struct err *e)
+{
+	char dir[1100], rootfs[1200], state[32];
+	struct err e2 = ERR_INIT;
+	int rc = 0;
+	uint64_t deadline;
+	struct stat st;
+
+	sb_dir(n, id, dir, sizeof(dir));
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	na_runsc_state(n->runsc_root, id, state, sizeof(state));
+	if (strcmp(state, "running") == 0) {
+		/* TERM first so cloche-init stops its services in order. */
+		if (na_runsc_kill(n->runsc_root, id, "TERM", &e2) == -1)
+			log_warn("sandbox stop signal failed", "{s:s, s:s}", "id", id, "error", e2.msg);
+		deadline = util_now_ms() + NA_STOP_WAIT_MS;
+		while (util_now_ms() < deadline) {
+			na_runsc_state(n->runsc_root, id, state, sizeof(state));
+			if (strcmp(state, "running") != 0)
+				break;
+			usleep(100 * 1000);
+		}
+	}
+	if (na_runsc_delete(n->runsc_root, id, &e2) == -1 && rc == 0) {
+		*e = e2;
+		rc = -1;
+	}
+	if (na_netns_destroy(id, &e2) == -1 && rc == 0) {
+		*e = e2;
+		rc = -1;
+	}
+	if (na_btrfs_delete(rootfs, &e2) == -1 && rc == 0) {
+		*e = e2;
+		rc = -1;
+	}
+	/* Only once the subvolume is gone: never walk into a live rootfs. */
+	if (lstat(rootfs, &st) == -1 && errno == ENOENT && lstat(dir, &st) == 0 &&
+	    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == -1 && rc == 0)
+		rc = err_set(e, errno, "remove `%s`", dir);
+	if (rc == -1)
+		err_wrap(e, "tear down %s", id);
+	return rc;
+}
+
+/* Asks the sandbox's health endpoint once.  Returns the HTTP status, or 0
+ * when nothing answered. */
+static int health_status(const char *id)
+{
+	static const char req[] = "GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n";
+	struct err e = ERR_INIT;
+	AUTOCLOSE int fd = na_netns_connect(id, NA_HEALTH_PORT, 1000, &e);
+	struct timeval tv = {2, 0};
+	char head[64] = {0};
+	size_t got = 0;
+	ssize_t r;
+	int status = 0;
+
+	if (fd == -1)
+		return 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (util_write_all(fd, req, sizeof(req) - 1) == -1)
+		return 0;
+	while (got < sizeof(head) - 1) {
+		r = read(fd, head + got, sizeof(head) - 1 - got);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (memchr(head, '\n', got))
+			break;
+	}
+	if (sscanf(head, "HTTP/%*d.%*d %d", &status) != 1)
+		return 0;
+	return status;
+}
+
+static int write_meta(struct na_node *n, const struct na_sb *s, const char *dir, struct err *e)
+{
+	char path[1200];
+	AUTOJSON json_t *m = json_pack(
+		"{s:i, s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}, s:s, s:s}", "version", 1, "id", s->id,
+		"template", s->template, "created_at", s->created_at, "inner_addr", NA_INNER_ADDR,
+		"limits", "memory_mb", (json_int_t)s->lim.memory_mb, "cpus", s->lim.cpus, "pids",
+		(json_int_t)s->lim.pids, "runsc_root", n->runsc_root, "netns", s->id);
+
+	if (!m)
+		return err_set(e, ENOMEM, "meta.json");
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	return na_json_save(path, m, e);
+}
+
+int na_node_create_run(struct na_node *n, const char *id, struct err *e)
+{
+	char dir[1100], tpl[1400], rootfs[1200], bundle[1200], log_path[1200], state[32];
+	struct na_sb copy;
+	struct na_sb *s;
+	uint64_t t0 = util_now_ms(), deadline, t_run;
+	int tries = 0;
+
+	pthread_mutex_lock(&n->mu);
+	s = find_locked(n, id);
+	if (s)
+		copy = *s;
+	pthread_mutex_unlock(&n->mu);
+	if (!s)
+		return err_http(e, 404, "no sandbox `%s`", id);
+	sb_dir(n, id, dir, sizeof(dir));
+	snprintf(tpl, sizeof(tpl), "%s/templates/%s", n->pool, copy.template);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+	snprintf(log_path, sizeof(log_path), "%s/console.log", dir);
+
+	if (mkdir(dir, 0700) == -1) {
+		err_set(e, errno, "mkdir `%s`", dir);
+		goto fail_nodir;
+	}
+	if (mkdir(bundle, 0700) == -1) {
+		err_set(e, errno, "mkdir `%s`", bundle);
+		goto fail;
+	}
+	if (na_btrfs_snapshot(tpl, rootfs, e) == -1 || na_netns_create(id, e) == -1 ||
+	    na_spec_write(bundle, id, rootfs, &copy.lim, e) == -1 ||
+	    write_meta(n, &copy, dir, e) == -1)
+		goto fail;
+	t_run = util_now_ms();
+	if (na_runsc_run(n->runsc_root, id, bundle, log_path, e) == -1)
+		goto fail;
+	log_info("sandbox started", "{s:s, s:s, s:I}", "id", id, "template", copy.template,
+		 "prepare_ms", (json_int_t)(t_run - t0));
+	deadline = t0 + NA_READY_TIMEOUT_MS;
+	for (;;) {
+		int st = health_status(id);
+		if (st == 200)
+			break;
+		if (++tries % 10 == 0) {
+			na_runsc_state(n->runsc_root, id, state, sizeof(state));
+			if (strcmp(state, "running") != 0) {
+				err_set(e, 0, "container is %s before it became ready (see %s)", state,
+					log_path);
+				goto fail;
+			}
+		}
+		if (util_now_ms() > deadline) {
+			err_set(e, ETIMEDOUT, "health did not answer 200 within %d s (last %d)",
+				NA_READY_TIMEOUT_MS / 1000, st);
+			goto fail;
+		}
+		usleep(200 * 1000);
+	}
+	set_state(n, id, "ready", (long long)(util_now_ms() - t0));
+	log_info("sandbox ready", "{s:s, s:I}", "id", id, "boot_ms",
+		 (json_int_t)(util_now_ms() - t0));
+	return 0;
+
+fail: {
+	struct err e2 = ERR_INIT;
+	if (teardown(n, id, &e2) == -1)
+		log_error("rollback failed", "{s:s, s:s}", "id", id, "error", e2.msg);
+}
+fail_nodir:
+	err_wrap(e, "create sandbox %s", id);
+	log_error("sandbox create failed", "{s:s, s:s}", "id", id, "error", e->msg);
+	pthread_mutex_lock(&n->mu);
+	unlink_locked(n, id);
+	pthread_mutex_unlock(&n->mu);
+	return -1;
+}
+
+int na_node_destroy(struct na_node *n, const char *id, struct err *e)
+{
+	char dir[1100], path[128];
+	struct na_sb *s;
+	struct stat st;
+	bool known, on_disk;
+
+	if (!na_valid_id(id))
+		return err_http(e, 404, "no sandbox `%s`", id);
+	sb_dir(n, id, dir, sizeof(dir));
+	na_netns_path(id, 'R', path, sizeof(path));
+	pthread_mutex_lock(&n->mu);
+	s = find_locked(n, id);
+	known = s != NULL;
+	if (s && strcmp(s->state, "starting") == 0) {
+		pthread_mutex_unlock(&n->mu);
+		return err_http(e, 409, "sandbox `%s` is still starting", id);
+	}
+	if (s && strcmp(s->state, "stopping") == 0) {
+		pthread_mutex_unlock(&n->mu);
+		return err_http(e, 409, "sandbox `%s` is already being destroyed", id);
+	}
+	if (s)
+		snprintf(s->state, sizeof(s->state), "stopping");
+	pthread_mutex_unlock(&n->mu);
+	on_disk = stat(dir, &st) == 0 || na_netns_exists(id) || access(path, F_OK) == 0;
+	if (!known && !on_disk)
+		return err_http(e, 404, "no sandbox `%s`", id);
+	if (teardown(n, id, e) == -1) {
+		set_state(n, id, "failed", -1);
+		return -1;
+	}
+	pthread_mutex_lock(&n->mu);
+	unlink_locked(n, id);
+	pthread_mutex_unlock(&n->mu);
+	log_info("sandbox destroyed", "{s:s}", "id", id);
+	return 0;
+}
+
+void na_node_adopt(struct na_node *n)
+{
+	char dir[1100], path[1400], state[32];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(dir, sizeof(dir), "%s/sandboxes", n->pool);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		struct err e = ERR_INIT;
+		AUTOJSON json_t *meta = NULL;
+		const char *tpl = NULL, *created = NULL;
+		json_t *lim = NULL;
+		struct na_sb *s;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (!na_valid_id(de->d_name)) {
+			log_warn("ignoring foreign entry in sandboxes/", "{s:s}", "name", de->d_name);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s/meta.json", dir, de->d_name);
+		meta = cj_load_file(path, 1 << 16, &e);
+		na_runsc_state(n->runsc_root, de->d_name, state, sizeof(state));
+		if (meta && strcmp(state, "running") == 0 &&
+		    cj_get_str(meta, "template", "", &tpl, NULL) == 0 &&
+		    cj_get_str(meta, "created_at", "", &created, NULL) == 0 &&
+		    (s = calloc(1, sizeof(*s))) != NULL) {
+			long long v;
+			snprintf(s->id, sizeof(s->id), "%.31s", de->d_name);
+			snprintf(s->template, sizeof(s->template), "%s", tpl);
+			snprintf(s->created_at, sizeof(s->created_at), "%s", created);
+			snprintf(s->state, sizeof(s->state), "ready");
+			s->boot_ms = -1;
+			cj_get_obj(meta, "limits", &lim, NULL);
+			if (lim) {
+				cj_get_int(lim, "memory_mb", 0, &v, NULL);
+				s->lim.memory_mb = v;
+				cj_get_int(lim, "pids", 0, &v, NULL);
+				s->lim.pids = v;
+				s->lim.cpus = json_number_value(json_object_get(lim, "cpus"));
+			}
+			pthread_mutex_lock(&n->mu);
+			s->next = n->list;
+			n->list = s;
+			pthread_mutex_unlock(&n->mu);
+			log_info("sandbox re-adopted", "{s:s, s:s}", "id", s->id, "template", s->template);
+			continue;
+		}
+		log_warn("cleaning up half-made sandbox", "{s:s, s:s, s:s}", "id", de->d_name,
+			 "container", state, "meta", meta ? "present" : e.msg);
+		if (teardown(n, de->d_name, &e) == -1)
+			log_error("clean-up failed", "{s:s, s:s}", "id", de->d_name, "error", e.msg);
+	}
+	closedir(d);
+}
+
+static json_t *sb_json(const struct na_sb *s)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}}", "id", s->id, "state",
+			      s->state, "template", s->template, "created_at", s->created_at,
+			      "limits", "memory_mb", (json_int_t)s->lim.memory_mb, "cpus",
+			      s->lim.cpus, "pids", (json_int_t)s->lim.pids);
+	if (j && s->boot_ms >= 0)
+		json_object_set_new(j, "boot_ms", json_integer(s->boot_ms));
+	return j;
+}
+
+json_t *na_node_get_json(struct na_node *n, const char *id)
+{
+	json_t *j = NULL;
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = find_locked(n, id);
+	if (s)
+		j = sb_json(s);
+	pthread_mutex_unlock(&n->mu);
+	return j;
+}
+
+json_t *na_node_list_json(struct na_node *n)
+{
+	json_t *arr = json_array();
+
+	pthread_mutex_lock(&n->mu);
+	for (struct na_sb *s = n->list; s && arr; s = s->next)
+		json_array_append_new(arr, sb_json(s));
+	pthread_mutex_unlock(&n->mu);
+	return json_pack("{s:o}", "sandboxes", arr);
+}
+
+/* Reads a "Name:   123 kB" line of /proc/meminfo, in bytes; 0 when absent. */
+static long long meminfo(const char *name)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[256];
+	long long v = 0;
+	size_t nl = strlen(name);
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, name, nl) == 0 && line[nl] == ':') {
+			v = strtoll(line + nl + 1, NULL, 10) * 1024;
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+json_t *na_node_capacity_json(struct na_node *n)
+{
+	struct statvfs vfs;
+	long long disk_free = 0, disk_total = 0;
+	int running = 0, total = 0;
+
+	if (statvfs(n->pool, &vfs) == 0) {
+		disk_free = (long long)vfs.f_bavail * (long long)vfs.f_frsize;
+		disk_total = (long long)vfs.f_blocks * (long long)vfs.f_frsize;
+	}
+	pthread_mutex_lock(&n->mu);
+	for (struct na_sb *s = n->list; s; s = s->next) {
+		total++;
+		if (strcmp(s->state, "ready") == 0)
+			running++;
+	}
+	pthread_mutex_unlock(&n->mu);
+	return json_pack("{s:{s:I, s:I}, s:i, s:{s:I, s:I}, s:i, s:i}", "memory", "total",
+			 (json_int_t)meminfo("MemTotal"), "available",
+			 (json_int_t)meminfo("MemAvailable"), "cpus",
+			 (int)sysconf(_SC_NPROCESSORS_ONLN), "disk", "free", (json_int_t)disk_free,
+			 "total", (json_int_t)disk_total, "running", running, "sandboxes", total);
+}
