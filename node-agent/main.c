@@ -2,6 +2,8 @@
  * the common HTTP loop; create and destroy run on worker threads and answer
  * through deferred responses posted back to the loop.  SIGTERM stops serving
  * and leaves the sandboxes running: the next start re-adopts them. */
+#include "node-agent/na_btrfs.h"
+#include "node-agent/na_egress.h"
 #include "node-agent/na_sandbox.h"
 
 #include "common/cfg.h"
@@ -22,6 +24,7 @@
 
 struct agent {
 	struct na_node *node;
+	struct na_egress *egress;
 	struct hsrv *srv;
 	char cred[256];
 	size_t cred_len;
@@ -29,6 +32,10 @@ struct agent {
 
 static const struct cfg_opt opts[] = {
 	{"pool", CFG_STR, "/var/lib/cloche", "btrfs pool (templates/, sandboxes/)"},
+	{"pool-image", CFG_STR, "/var/lib/cloche.img",
+	 "loop image made and mounted on the pool when the pool is not on btrfs"},
+	{"pool-image-size", CFG_INT, "64", "size of a new pool image in GiB (sparse)"},
+	{"warm-pool", CFG_STR, "", "ready sandboxes to keep per template: name=N[,name=N]"},
 	{"listen", CFG_STR, "127.0.0.1", "address of the node API"},
 	{"port", CFG_INT, "7070", "port of the node API"},
 	{"credential-file", CFG_STR, NULL, "file holding the node credential (bearer token)"},
@@ -174,16 +181,20 @@ static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
 	char id[32];
+	bool claimed;
 
 	if (deny(a, req, resp))
 		return;
 	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
 			     : json_object();
-	if (!body || na_node_create_begin(a->node, body, id, &e) == -1) {
+	if (!body || na_node_create_begin(a->node, body, id, &claimed, &e) == -1) {
 		resp_err(resp, &e);
 		return;
 	}
-	start_job(a, req, resp, true, id);
+	if (claimed) /* a warm pool member: ready now */
+		hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
+	else
+		start_job(a, req, resp, true, id);
 }
 
 static const char *path_id(const struct hsrv_req *req)
@@ -230,6 +241,37 @@ static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	start_job(a, req, resp, false, path_id(req));
 }
 
+/* PUT /v1/sandboxes/{id}/egress */
+static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	char id[64];
+	const char *rest = path_id(req), *slash = strchr(rest, '/');
+
+	if (deny(a, req, resp))
+		return;
+	if (!slash || strcmp(slash, "/egress") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
+		hsrv_resp_error(resp, 404, "not_found", "no such resource");
+		return;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
+	body = cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e);
+	if (!body) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	if (!na_valid_id(id) || na_node_set_egress(a->node, id, body, &e) == -1) {
+		if (!na_valid_id(id))
+			err_http(&e, 404, "no sandbox `%s`", id);
+		resp_err(resp, &e);
+		return;
+	}
+	hsrv_resp_json(resp, 200, na_node_get_json(a->node, id));
+}
+
 static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct agent *a = ud;
@@ -259,6 +301,32 @@ static int on_signal(void *ud, int fd)
 		hsrv_stop(a->srv);
 	}
 	return 0;
+}
+
+/* Every sandbox may hold thousands of host tasks (gVisor's ptrace platform
+ * gives each guest process stub threads), and a sandbox reaching its pids
+ * limit must not leave the host short of pids: raise a small pid_max to the
+ * 64-bit maximum. */
+static void raise_pid_max(void)
+{
+	static const char path[] = "/proc/sys/kernel/pid_max";
+	static const long want = 4194304;
+	char buf[32] = {0};
+	AUTOCLOSE int fd = open(path, O_RDWR | O_CLOEXEC);
+	long have;
+
+	if (fd == -1 || read(fd, buf, sizeof(buf) - 1) <= 0)
+		return;
+	have = strtol(buf, NULL, 10);
+	if (have >= want)
+		return;
+	snprintf(buf, sizeof(buf), "%ld\n", want);
+	if (pwrite(fd, buf, strlen(buf), 0) == -1)
+		log_warn("cannot raise kernel.pid_max", "{s:I, s:s}", "pid_max", (json_int_t)have,
+			 "error", strerror(errno));
+	else
+		log_info("raised kernel.pid_max", "{s:I, s:I}", "from", (json_int_t)have, "to",
+			 (json_int_t)want);
 }
 
 static void die(const char *what, const struct err *e)
@@ -334,9 +402,22 @@ int main(int argc, char **argv)
 	no.pool = cfg_str(c, "pool");
 	no.runsc_root = cfg_str(c, "runsc-root");
 	no.template_name = cfg_str(c, "template-name");
+	no.warm = cfg_str(c, "warm-pool");
+	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
+		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
+		die("bad configuration", &e);
+	}
+	if (na_btrfs_pool_ensure(no.pool, cfg_str(c, "pool-image"),
+				 cfg_int(c, "pool-image-size") << 30, &e) == -1)
+		die("cannot set up the pool", &e);
+	raise_pid_max();
+	a.egress = na_egress_new(&e);
+	if (!a.egress)
+		die("cannot start", &e);
+	no.egress = a.egress;
 	a.node = na_node_new(&no, &e);
 	if (!a.node)
-		die("cannot start", &e);
+		die("bad configuration", &e);
 	na_node_adopt(a.node);
 
 	ho.listen = cfg_str(c, "listen");
@@ -351,14 +432,20 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes", h_list, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
+		die("cannot start", &e);
+	if (na_node_keeper_start(a.node, &e) == -1)
 		die("cannot start", &e);
 	log_info("serving", "{s:s, s:i, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv), "pool",
 		 no.pool);
 	rc = hsrv_run(a.srv);
 	hsrv_free(a.srv);
-	na_node_free(a.node);
+	if (na_node_keeper_stop(a.node)) {
+		na_node_free(a.node);
+		na_egress_free(a.egress);
+	}
 	cfg_free(c);
 	log_info("stopped", NULL);
 	return rc == 0 ? 0 : 1;

@@ -1,12 +1,22 @@
-/* btrfs subvolume snapshot/delete through the btrfs CLI.  Subvolume roots are
+/* btrfs subvolume snapshot/delete through the btrfs CLI, and the pool's
+ * loop image (mkfs.btrfs, mount).  Subvolume roots are
  * recognised without a process: on btrfs every subvolume's top directory has
  * inode number 256. */
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_cmd.h"
 
+#include "common/log.h"
+#include "common/util.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #define NA_BTRFS_MAGIC 0x9123683E
 #define NA_BTRFS_FIRST_FREE_OBJECTID 256
@@ -41,5 +51,144 @@ int na_btrfs_delete(const char *path, struct err *e)
 		return err_set(e, 0, "delete `%s`: not a btrfs subvolume", path);
 	if (na_cmd_check(argv, NULL, NULL, e) == -1)
 		return err_wrap(e, "delete subvolume `%s`", path);
+	return 0;
+}
+
+bool na_btrfs_is_btrfs(const char *path)
+{
+	struct stat st;
+	struct statfs sf;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && statfs(path, &sf) == 0 &&
+	       sf.f_type == NA_BTRFS_MAGIC;
+}
+
+static bool dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool empty = true;
+
+	if (!d)
+		return errno == ENOENT;
+	while (empty && (de = readdir(d)) != NULL)
+		empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+	closedir(d);
+	return empty;
+}
+
+/* True when path is the root of a mount (its device differs from its parent's). */
+static bool is_mount_point(const char *path)
+{
+	char parent[4200];
+	struct stat a, b;
+
+	snprintf(parent, sizeof(parent), "%s/..", path);
+	return stat(path, &a) == 0 && stat(parent, &b) == 0 &&
+	       (a.st_dev != b.st_dev || a.st_ino == b.st_ino);
+}
+
+/* The mount half of na_btrfs_pool_ensure, under the lock. */
+static int pool_mount_locked(const char *dir, const char *img, long long size, struct err *e)
+{
+	char tmp[4200], sz[32], opts[] = "loop,noatime";
+	struct stat st;
+
+	if (na_btrfs_is_btrfs(dir))
+		return 0; /* another process mounted it meanwhile */
+	if (is_mount_point(dir))
+		return err_set(e, 0, "pool `%s` is a mount point of another filesystem, not btrfs",
+			       dir);
+	if (!dir_empty(dir))
+		return err_set(e, 0, "pool `%s` is not on btrfs and not empty: mounting `%s` "
+			       "there would hide its contents", dir, img);
+	if (stat(img, &st) == -1) {
+		char *mkfs[] = {"mkfs.btrfs", "-q", "-L", "cloche", tmp, NULL};
+		AUTOCLOSE int fd = -1;
+
+		/* Format under a temporary name: a crash must not leave an image
+		 * that looks ready. */
+		snprintf(tmp, sizeof(tmp), "%s.tmp-%d", img, (int)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd == -1 || ftruncate(fd, size) == -1) {
+			err_set(e, errno, "create pool image `%s`", tmp);
+			unlink(tmp);
+			return -1;
+		}
+		if (na_cmd_check(mkfs, NULL, NULL, e) == -1 || rename(tmp, img) == -1) {
+			if (!e->msg[0])
+				err_set(e, errno, "rename `%s`", tmp);
+			unlink(tmp);
+			return err_wrap(e, "format pool image `%s`", img);
+		}
+		snprintf(sz, sizeof(sz), "%lld", size);
+		log_info("pool image created", "{s:s, s:s}", "image", img, "bytes", sz);
+	}
+	{
+		char *mnt[] = {"mount", "-o", opts, (char *)img, (char *)dir, NULL};
+		if (na_cmd_check(mnt, NULL, NULL, e) == -1)
+			return err_wrap(e, "mount pool image `%s` on `%s`", img, dir);
+	}
+	if (!na_btrfs_is_btrfs(dir))
+		return err_set(e, 0, "pool `%s` is still not btrfs after mounting `%s`", dir, img);
+	log_info("pool mounted", "{s:s, s:s}", "pool", dir, "image", img);
+	return 0;
+}
+
+/* mkdir -p for an absolute path. */
+static int mkdirs(char *path, mode_t mode)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, mode) == -1 && errno != EEXIST) {
+			*p = '/';
+			return -1;
+		}
+		*p = '/';
+	}
+	return mkdir(path, mode) == -1 && errno != EEXIST ? -1 : 0;
+}
+
+int na_btrfs_pool_ensure(const char *dir, const char *img, long long size, struct err *e)
+{
+	static const struct {
+		const char *name;
+		mode_t mode;
+	} subdirs[] = {{"templates", 0755}, {"sandboxes", 0711}, {"checkpoints", 0700}};
+	char path[4200];
+
+	if (!na_btrfs_is_btrfs(dir)) {
+		char lock[4200];
+		AUTOCLOSE int fd = -1;
+		int rc;
+
+		snprintf(path, sizeof(path), "%s", dir);
+		if (mkdirs(path, 0755) == -1)
+			return err_set(e, errno, "mkdir `%s`", dir);
+		snprintf(path, sizeof(path), "%s", img);
+		if (strrchr(path, '/') && strrchr(path, '/') != path) {
+			*strrchr(path, '/') = '\0';
+			if (mkdirs(path, 0755) == -1)
+				return err_set(e, errno, "mkdir `%s`", path);
+		}
+		snprintf(lock, sizeof(lock), "%s.lock", img);
+		fd = open(lock, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd == -1)
+			return err_set(e, errno, "open `%s`", lock);
+		if (flock(fd, LOCK_EX) == -1)
+			return err_set(e, errno, "lock `%s`", lock);
+		rc = pool_mount_locked(dir, img, size, e);
+		flock(fd, LOCK_UN);
+		if (rc == -1)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, subdirs[i].name);
+		if ((mkdir(path, subdirs[i].mode) == -1 && errno != EEXIST) ||
+		    chmod(path, subdirs[i].mode) == -1)
+			return err_set(e, errno, "mkdir `%s`", path);
+	}
 	return 0;
 }

@@ -16,4 +16,15 @@ int na_btrfs_delete(const char *path, struct err *e);
 /* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
 bool na_btrfs_is_subvolume(const char *path);
 
+/* True when path is a directory on a btrfs filesystem. */
+bool na_btrfs_is_btrfs(const char *path);
+
+/* Makes dir usable as the pool: when it is already on btrfs nothing is
+ * done; otherwise the sparse loop image img (size bytes) is created and
+ * formatted if missing and mounted on dir.  Serialised with other processes
+ * (scripts/lib/pool.sh too) by an flock on img.lock.  Refuses a non-empty
+ * dir (mounting would hide it) and a dir that is another filesystem's mount
+ * point.  Then templates/, sandboxes/ and checkpoints/ exist.  0 or -1. */
+int na_btrfs_pool_ensure(const char *dir, const char *img, long long size, struct err *e);
+
 #endif

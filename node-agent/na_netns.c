@@ -7,6 +7,7 @@
 #include "common/util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -85,6 +86,27 @@ int na_netns_destroy(const char *id, struct err *e)
 	return rs == -1 || rr == -1 ? -1 : 0;
 }
 
+int na_netns_each(void (*fn)(const char *id, void *ud), void *ud, struct err *e)
+{
+	DIR *d = opendir("/var/run/netns");
+	struct dirent *de;
+
+	if (!d)
+		return errno == ENOENT ? 0 : err_set(e, errno, "open /var/run/netns");
+	while ((de = readdir(d)) != NULL) {
+		const char *id = de->d_name + 2;
+
+		if ((de->d_name[0] != 'S' && de->d_name[0] != 'R') || de->d_name[1] != '-' || !*id)
+			continue;
+		/* Each id once: by its S- name, or by R- when S- is gone. */
+		if (de->d_name[0] == 'R' && na_netns_exists(id))
+			continue;
+		fn(id, ud);
+	}
+	closedir(d);
+	return 0;
+}
+
 bool na_netns_exists(const char *id)
 {
 	char path[128];
@@ -115,16 +137,13 @@ static void *mksock_thread(void *arg)
 	return NULL;
 }
 
-int na_netns_connect(const char *id, int port, int timeout_ms, struct err *e)
+/* Makes a non-blocking TCP socket inside R-<id>.  -1 with e set. */
+static int router_socket(const char *id, struct err *e)
 {
 	char path[128];
 	struct mksock m = {-1, -1, 0};
-	AUTOCLOSE int fd = -1;
 	pthread_t th;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	struct pollfd pfd;
-	int r, soerr = 0;
-	socklen_t sl = sizeof(soerr);
+	int r;
 
 	na_netns_path(id, 'R', path, sizeof(path));
 	m.nsfd = open(path, O_RDONLY | O_CLOEXEC);
@@ -133,13 +152,41 @@ int na_netns_connect(const char *id, int port, int timeout_ms, struct err *e)
 	r = pthread_create(&th, NULL, mksock_thread, &m);
 	if (r != 0) {
 		close(m.nsfd);
-		return err_set(e, r, "connect %s:%d: start thread", id, port);
+		return err_set(e, r, "socket in netns R-%s: start thread", id);
 	}
 	pthread_join(th, NULL);
 	close(m.nsfd);
 	if (m.fd == -1)
 		return err_set(e, m.err, "socket in netns R-%s", id);
-	fd = m.fd;
+	return m.fd;
+}
+
+int na_netns_listen(const char *id, int port, struct err *e)
+{
+	AUTOCLOSE int fd = router_socket(id, e);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int one = 1;
+
+	if (fd == -1)
+		return -1;
+	inet_pton(AF_INET, NA_ROUTER_ADDR, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 || listen(fd, 128) == -1)
+		return err_set(e, errno, "listen on %s:%d in R-%s", NA_ROUTER_ADDR, port, id);
+	return take_fd(&fd);
+}
+
+int na_netns_connect(const char *id, int port, int timeout_ms, struct err *e)
+{
+	AUTOCLOSE int fd = -1;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct pollfd pfd;
+	int r, soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	fd = router_socket(id, e);
+	if (fd == -1)
+		return -1;
 	inet_pton(AF_INET, NA_INNER_ADDR, &sa.sin_addr);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
 		if (errno != EINPROGRESS)

@@ -28,6 +28,15 @@ int na_netns_destroy(const char *id, struct err *e);
 /* True when S-<id> exists. */
 bool na_netns_exists(const char *id);
 
+/* A listening TCP socket bound to 10.0.2.2:port inside R-<id> (non-blocking,
+ * CLOEXEC; created like na_netns_connect's).  The egress proxy serves it.
+ * Returns the fd the caller owns, or -1 with e set. */
+int na_netns_listen(const char *id, int port, struct err *e);
+
+/* Calls fn(id, ud) once for every sandbox id that has an S- or R- namespace
+ * (names in /var/run/netns), so orphans can be found.  0 or -1. */
+int na_netns_each(void (*fn)(const char *id, void *ud), void *ud, struct err *e);
+
 /* Opens a TCP connection from R-<id> to 10.0.2.15:port, waiting at most
  * timeout_ms for it.  The socket is created on a short-lived thread that
  * entered R-<id> (the namespace of a socket is fixed at creation), so the

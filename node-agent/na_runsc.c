@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "common/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -124,4 +125,44 @@ int na_runsc_delete(const char *root, const char *id, struct err *e)
 	if (rc != 0 && !strstr(buf_str(&b), "not exist") && !strstr(buf_str(&b), "not found"))
 		return err_set(e, 0, "runsc delete %s exited %d: %s", id, rc, buf_str(&b));
 	return 0;
+}
+
+int na_runsc_each(const char *root, void (*fn)(const char *id, void *ud), void *ud,
+		  struct err *e)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+
+	if (!d)
+		return errno == ENOENT ? 0 : err_set(e, errno, "open runsc root `%s`", root);
+	while ((de = readdir(d)) != NULL) {
+		char id[64];
+		size_t n = strcspn(de->d_name, "_");
+		size_t len = strlen(de->d_name);
+
+		if (len < 6 || strcmp(de->d_name + len - 6, ".state") != 0 || n == 0 ||
+		    n >= sizeof(id) || strncmp(de->d_name + n, "_sandbox:", 9) != 0)
+			continue;
+		memcpy(id, de->d_name, n);
+		id[n] = '\0';
+		fn(id, ud);
+	}
+	closedir(d);
+	return 0;
+}
+
+int na_runsc_sandbox_pid(const char *root, const char *id)
+{
+	char path[4200];
+	AUTOJSON json_t *st = NULL;
+	json_t *sb;
+	long long pid = -1;
+
+	snprintf(path, sizeof(path), "%s/%s_sandbox:%s.state", root, id, id);
+	st = cj_load_file(path, 1 << 20, NULL);
+	sb = st ? json_object_get(st, "sandbox") : NULL;
+	if (!json_is_object(sb) || cj_get_int(sb, "pid", -1, &pid, NULL) == -1 || pid <= 1 ||
+	    pid > 1 << 30)
+		return -1;
+	return (int)pid;
 }

@@ -25,4 +25,13 @@ int na_runsc_kill(const char *root, const char *id, const char *sig, struct err 
  * otherwise (a container whose netns is already gone).  0 or -1. */
 int na_runsc_delete(const char *root, const char *id, struct err *e);
 
+/* The host pid of container id's sandbox process (the sentry), from runsc's
+ * state file under root, or -1.  A cheap liveness handle: kill(pid, 0). */
+int na_runsc_sandbox_pid(const char *root, const char *id);
+
+/* Calls fn(id, ud) for every container runsc has state for under root (its
+ * `<id>_sandbox:<id>.state` files), so orphans can be found.  0 or -1. */
+int na_runsc_each(const char *root, void (*fn)(const char *id, void *ud), void *ud,
+		  struct err *e);
+
 #endif

@@ -16,31 +16,54 @@
 #include <stdbool.h>
 
 struct na_node;
+struct na_egress;
 
 struct na_node_opts {
 	const char *pool;          /* btrfs pool root, e.g. /var/lib/cloche */
 	const char *runsc_root;    /* runsc --root */
 	const char *template_name; /* default template */
+	const char *warm;          /* warm pool targets "name=N[,name=N...]"; NULL or "" none */
+	struct na_egress *egress;  /* the egress proxy engine (not owned) */
 };
 
 /* Creates the node (copies opts) and makes pool/sandboxes and the runsc
- * root.  NULL with e set. */
+ * root.  The pool must already be usable (na_btrfs_pool_ensure).  NULL with
+ * e set, e.g. for a malformed warm pool setting. */
 struct na_node *na_node_new(const struct na_node_opts *o, struct err *e);
+
+/* Starts the keeper thread.  Once a second it marks ready sandboxes whose
+ * sandbox process died as "failed" with a reason (host task limit, host
+ * OOM, exit), removes dead warm members, and keeps each warm pool at its
+ * target: it creates members one at a time (they count once ready), retries
+ * failed creates with a growing delay, and destroys idle members of a
+ * template that has a newer version.  0 or -1. */
+int na_node_keeper_start(struct na_node *n, struct err *e);
+
+/* Stops the keeper thread.  Waits up to 5 s for a create it is running;
+ * returns false when it is still running then (the caller must not free n;
+ * the next start adopts or cleans up that sandbox). */
+bool na_node_keeper_stop(struct na_node *n);
 
 /* Frees the registry; running sandboxes are left running.  NULL is fine. */
 void na_node_free(struct na_node *n);
 
 /* Scans pool/sandboxes: directories with meta.json whose container is running
- * are adopted as ready; everything else there is torn down.  Logs each
- * decision.  Blocking; call before serving. */
+ * are adopted as ready (warm pool members stay members, egress listeners are
+ * opened again); everything else there is torn down.  Then netns pairs and
+ * runsc containers that belong to no sandbox directory are removed.  Logs
+ * each decision.  Blocking; call before serving. */
 void na_node_adopt(struct na_node *n);
 
 /* First, quick half of create: validates the request (id?, template?,
- * memory_mb?, cpus?, pids? of req), resolves the template and reserves the
- * id in state "starting".  On success writes the id into id_out (>= 32
- * bytes).  -1 with e (and its http_status: 400, 404 unknown template, 409 id
- * taken) otherwise. */
-int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, struct err *e);
+ * memory_mb?, cpus?, pids?, egress? of req) and resolves the template.  When
+ * the request names no id and asks for the default limits, a ready member of
+ * that template's warm pool is claimed: it gets the request's egress policy
+ * and *claimed is set; the sandbox is ready and nothing more is to do.
+ * Otherwise the id is reserved in state "starting" for na_node_create_run.
+ * On success writes the id into id_out (>= 32 bytes).  -1 with e (and its
+ * http_status: 400, 404 unknown template, 409 id taken) otherwise. */
+int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, bool *claimed,
+			 struct err *e);
 
 /* Slow half: builds and boots the reserved sandbox and waits until its health
  * answers 200.  On failure everything made is removed and so is the
@@ -52,6 +75,11 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e);
  * when the id is neither registered nor on disk, 409 while it is starting.
  * 0 or -1.  Worker thread. */
 int na_node_destroy(struct na_node *n, const char *id, struct err *e);
+
+/* Replaces the egress policy of a ready sandbox (body as in create's
+ * `egress`): opens, changes or closes its proxy listener and records it in
+ * meta.json.  -1 with 400, 404 or 409 (not ready). */
+int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, struct err *e);
 
 /* JSON views (new references, NULL when absent). */
 json_t *na_node_get_json(struct na_node *n, const char *id);

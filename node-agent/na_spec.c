@@ -41,6 +41,16 @@ int na_json_save(const char *path, const json_t *v, struct err *e)
 	return 0;
 }
 
+long long na_spec_reserve_mb(long long memory_mb)
+{
+	return 192 + memory_mb / 8;
+}
+
+long long na_spec_host_pids(long long pids)
+{
+	return 8 * pids + 1024;
+}
+
 static json_t *caps(void)
 {
 	return json_pack("[s,s,s,s,s,s,s,s]", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
@@ -57,18 +67,20 @@ static json_t *tmpfs(const char *dst, const char *mode)
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		  const struct na_limits *lim, struct err *e)
 {
-	char ns[128], envid[96], path[4096];
+	char ns[128], envid[96], envres[64], path[4096];
+	long long reserve = na_spec_reserve_mb(lim->memory_mb);
 	AUTOJSON json_t *spec = NULL;
 	long long quota = (long long)(lim->cpus * NA_CPU_PERIOD);
 
 	na_netns_path(id, 'S', ns, sizeof(ns));
 	snprintf(envid, sizeof(envid), "CLOCHE_SANDBOX_ID=%s", id);
+	snprintf(envres, sizeof(envres), "CLOCHE_MEMORY_RESERVE_MB=%lld", reserve);
 	if (quota < 1000)
 		quota = 1000;
 	spec = json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
-		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s],"
-		"    s:{s:o, s:o, s:o}, s:[{s:s, s:i, s:i}], s:b},"
+		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s,s],"
+		"    s:{s:o, s:o, s:o}, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}], s:b},"
 		" s:[{s:s,s:s,s:s}, {s:s,s:s,s:s}, {s:s,s:s,s:s,s:[s,s,s,s]}, o, o, o],"
 		" s:{s:[{s:s},{s:s,s:s},{s:s},{s:s},{s:s}],"
 		"    s:{s:{s:I}, s:{s:I, s:I}, s:{s:I}}}}",
@@ -78,9 +90,10 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		"process", "terminal", 0, "user", "uid", 0, "gid", 0,
 		"args", "/opt/cloche/bin/cloche-init", "cwd", "/",
 		"env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", envid,
-		"SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800",
+		envres, "SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800",
 		"capabilities", "bounding", caps(), "effective", caps(), "permitted", caps(),
 		"rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024,
+		"type", "RLIMIT_NPROC", "hard", (json_int_t)lim->pids, "soft", (json_int_t)lim->pids,
 		"noNewPrivileges", 0,
 		"mounts", "destination", "/proc", "type", "proc", "source", "proc",
 		"destination", "/dev", "type", "tmpfs", "source", "tmpfs",
@@ -89,9 +102,9 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		tmpfs("/tmp", "mode=1777"), tmpfs("/run", "mode=755"), tmpfs("/dev/shm", "mode=1777"),
 		"linux", "namespaces", "type", "pid", "type", "network", "path", ns, "type", "ipc",
 		"type", "uts", "type", "mount",
-		"resources", "memory", "limit", (json_int_t)(lim->memory_mb << 20),
+		"resources", "memory", "limit", (json_int_t)((lim->memory_mb + reserve) << 20),
 		"cpu", "quota", (json_int_t)quota, "period", (json_int_t)NA_CPU_PERIOD,
-		"pids", "limit", (json_int_t)lim->pids);
+		"pids", "limit", (json_int_t)na_spec_host_pids(lim->pids));
 	if (!spec)
 		return err_set(e, ENOMEM, "build OCI spec for %s", id);
 	snprintf(path, sizeof(path), "%s/config.json", bundle_dir);

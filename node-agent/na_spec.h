@@ -6,11 +6,26 @@
 
 #include <jansson.h>
 
+/* What a caller asks for; na_spec_write turns it into what the host and
+ * the guest enforce (see na_spec_reserve_mb and na_spec_host_pids). */
 struct na_limits {
-	long long memory_mb; /* linux.resources.memory.limit */
+	long long memory_mb; /* memory the sandbox's processes may use */
 	double cpus;         /* cpu quota = cpus * period */
-	long long pids;      /* pids.limit */
+	long long pids;      /* processes + threads of the sandbox's non-root users */
 };
+
+/* Memory the cgroup gets on top of memory_mb for gVisor's own sentry and
+ * gofer.  The guest sees memory_mb + reserve as MemTotal, and cloche-init's
+ * memory guard kills the largest process when less than the reserve is
+ * left, so a memory bomb ends inside the sandbox instead of the host
+ * killing all of it. */
+long long na_spec_reserve_mb(long long memory_mb);
+
+/* The host pids.limit for a guest limit of pids (RLIMIT_NPROC inside):
+ * under the ptrace platform each guest thread costs the host several tasks
+ * (sentry thread, stub), and reaching the host limit kills the sandbox, so
+ * the guest limit must bite first. */
+long long na_spec_host_pids(long long pids);
 
 /* Writes bundle_dir/config.json for sandbox id with rootfs as its root,
  * cloche-init as process, the S-<id> netns and the given limits.  The file

@@ -98,10 +98,15 @@ digest_of() {
 }
 
 # The binaries that go into /opt/cloche/bin: our programs (cloche-*) and the
-# MCP servers (mcp-*), executables only.  One path per line, sorted.
+# MCP servers (mcp-*), executables only, minus the host-side daemons that
+# have no business inside a sandbox.  One path per line, sorted.
+HOST_ONLY_BINS=(cloche-node cloche-portal cloche-proxy)
 list_bins() {
-	local f
+	local f h
 	for f in "$BIN_DIR"/cloche-* "$BIN_DIR"/mcp-*; do
+		for h in "${HOST_ONLY_BINS[@]}"; do
+			[[ "$(basename "$f")" == "$h" ]] && continue 2
+		done
 		[[ -f "$f" && -x "$f" ]] && printf '%s\n' "$f"
 	done | LC_ALL=C sort
 }

@@ -2,6 +2,7 @@
  * health on 8080 and hands everything else to the supervisor.  Signals
  * arrive through a signalfd on the same event loop as HTTP. */
 #include "config.h"
+#include "memguard.h"
 #include "supervisor.h"
 #include "spawn.h"
 
@@ -25,7 +26,21 @@ struct init {
 	struct sup *sup;
 	struct hsrv *srv;
 	uint64_t boot_ms;
+	struct memguard guard;
+	struct hsrv_timer *guard_tick;
+	int guard_ms;
 };
+
+static void guard_step(void *ud)
+{
+	struct init *in = ud;
+
+	if (memguard_check(&in->guard, util_now_ms()) == -1) {
+		log_warn("memory guard off: cannot read meminfo", "{s:s}", "proc", in->guard.proc);
+		return;
+	}
+	hsrv_timer_arm(in->guard_tick, (uint64_t)in->guard_ms);
+}
 
 static void health(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
@@ -63,6 +78,9 @@ static const struct cfg_opt init_opts[] = {
 	{"health-listen", CFG_STR, NULL, "address of the health endpoint (default: all)"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 	{"check", CFG_BOOL, "false", "validate the service table and exit"},
+	{"memory-reserve-mb", CFG_INT, "0",
+	 "kill the largest process when available memory falls below this; 0: guard off"},
+	{"memory-check-ms", CFG_INT, "100", "how often the memory guard looks"},
 };
 
 int main(int argc, char **argv)
@@ -89,8 +107,13 @@ int main(int argc, char **argv)
 	level = log_level_parse(cfg_str(opts, "log-level"));
 	port = cfg_int(opts, "health-port");
 	services = cfg_str(opts, "services");
-	if (level < 0 || port < 0 || port > 65535 || cfg_args(opts, NULL)[0]) {
-		fprintf(stderr, "cloche-init: bad --log-level, --health-port or extra arguments\n");
+	in.guard_ms = (int)cfg_int(opts, "memory-check-ms");
+	in.guard.reserve_kb = cfg_int(opts, "memory-reserve-mb") * 1024;
+	snprintf(in.guard.proc, sizeof(in.guard.proc), "/proc");
+	if (level < 0 || port < 0 || port > 65535 || cfg_args(opts, NULL)[0] ||
+	    in.guard.reserve_kb < 0 || in.guard_ms < 10 || in.guard_ms > 60000) {
+		fprintf(stderr, "cloche-init: bad --log-level, --health-port, --memory-reserve-mb, "
+			"--memory-check-ms or extra arguments\n");
 		cfg_free(opts);
 		return 2;
 	}
@@ -124,8 +147,17 @@ int main(int argc, char **argv)
 		log_error("cannot start", "{s:s}", "error", sfd == -1 ? strerror(errno) : e.msg);
 		return 1;
 	}
-	log_info("cloche-init up", "{s:i, s:s, s:i}", "pid", (int)getpid(), "services", services,
-		 "health_port", hsrv_port(in.srv));
+	if (in.guard.reserve_kb > 0) {
+		in.guard_tick = hsrv_timer_new(in.srv, guard_step, &in);
+		if (!in.guard_tick) {
+			log_error("cannot start", "{s:s}", "error", "memory guard timer");
+			return 1;
+		}
+		hsrv_timer_arm(in.guard_tick, (uint64_t)in.guard_ms);
+	}
+	log_info("cloche-init up", "{s:i, s:s, s:i, s:I}", "pid", (int)getpid(), "services",
+		 services, "health_port", hsrv_port(in.srv), "memory_reserve_kb",
+		 (json_int_t)in.guard.reserve_kb);
 	sup_start(in.sup);
 	if (hsrv_run(in.srv))
 		log_error("event loop failed", NULL);
@@ -136,6 +168,7 @@ int main(int argc, char **argv)
 		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 			;
 	}
+	hsrv_timer_free(in.guard_tick);
 	hsrv_free(in.srv);
 	sup_free(in.sup);
 	init_config_free(&cfg);

@@ -10,9 +10,18 @@ $(BUILD)/tests/unit-common: $(UNIT_COMMON_OBJS) $(COMMON_LIB)
 TESTS += $(BUILD)/tests/unit-common
 
 UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/appliance/*.c)) \
-	$(BUILD)/obj/appliance/init/config.o
+	$(BUILD)/obj/appliance/init/config.o $(BUILD)/obj/appliance/init/memguard.o
 $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)
 
 TESTS += $(BUILD)/tests/unit-appliance
+
+# cloche-node's modules (tests/unit/node/), linked with the objects they test.
+UNIT_NODE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/node/*.c)) \
+	$(BUILD)/obj/node-agent/na_egress.o
+$(BUILD)/tests/unit-node: $(UNIT_NODE_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread
+
+TESTS += $(BUILD)/tests/unit-node

@@ -13,5 +13,6 @@ Suite *suite_log(void);
 Suite *suite_http_client(void);
 Suite *suite_http_server(void);
 Suite *suite_init_config(void);
+Suite *suite_memguard(void);
 
 #endif

@@ -8,6 +8,7 @@ int main(void)
 	SRunner *sr = srunner_create(suite_init_config());
 	int failed;
 
+	srunner_add_suite(sr, suite_memguard());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -1,0 +1,10 @@
+/* The suites of unit-node; each test_<module>.c defines its suite_node_*(). */
+#ifndef CLOCHE_TESTS_UNIT_NODE_SUITES_H
+#define CLOCHE_TESTS_UNIT_NODE_SUITES_H
+
+#include <check.h>
+
+Suite *suite_node_egress_pure(void);
+Suite *suite_node_egress_engine(void);
+
+#endif
