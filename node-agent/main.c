@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -329,6 +330,32 @@ static void raise_pid_max(void)
 			 (json_int_t)want);
 }
 
+/* One agent per pool: two would adopt, sweep and tear down each other's
+ * sandboxes.  Holds an flock on pool/.cloche-node.lock (which names our
+ * pid) for the life of the process; released by the kernel however we
+ * exit.  The fd, or -1 with e set. */
+static int lock_pool(const char *pool, struct err *e)
+{
+	char path[4200], who[32] = "?";
+	AUTOCLOSE int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/.cloche-node.lock", pool);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return err_set(e, errno, "open `%s`", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		n = pread(fd, who, sizeof(who) - 1, 0);
+		who[n > 0 ? n : 1] = '\0';
+		who[strcspn(who, "\n")] = '\0';
+		return err_set(e, 0, "another cloche-node (pid %s) serves the pool `%s`", who, pool);
+	}
+	snprintf(who, sizeof(who), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) == -1 || pwrite(fd, who, strlen(who), 0) == -1)
+		return err_set(e, errno, "write `%s`", path);
+	return take_fd(&fd);
+}
+
 static void die(const char *what, const struct err *e)
 {
 	log_error(what, "{s:s}", "error", e->msg);
@@ -410,6 +437,8 @@ int main(int argc, char **argv)
 	if (na_btrfs_pool_ensure(no.pool, cfg_str(c, "pool-image"),
 				 cfg_int(c, "pool-image-size") << 30, &e) == -1)
 		die("cannot set up the pool", &e);
+	if (lock_pool(no.pool, &e) == -1)
+		die("cannot start", &e);
 	raise_pid_max();
 	a.egress = na_egress_new(&e);
 	if (!a.egress)

@@ -21,6 +21,7 @@
 #define NA_EGRESS_MAX_RULES 64
 #define NA_EGRESS_MAX_HEAD 8192 /* bytes of a request head, up to the empty line */
 #define NA_EGRESS_MAX_CONNS 256 /* open connections per sandbox */
+#define NA_EGRESS_MAX_NAME 253  /* characters of a host name */
 
 struct na_egress_rule {
 	char host[256]; /* lowercase, no trailing dot; IPv6 without brackets */
@@ -59,6 +60,11 @@ bool na_egress_policy_allows(const struct na_egress_policy *p, const char *host,
  * (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32) are allowed. */
 bool na_egress_addr_forbidden(const struct sockaddr *sa, socklen_t len);
 
+/* Shared by the policy and request parsers: a lowercase host-name
+ * character (a-z 0-9 - _), and "1".."65535" (len bytes) as a port or -1. */
+bool na_egress_host_char(char c);
+int na_egress_parse_port(const char *s, size_t len);
+
 /* A parsed request head. */
 struct na_egress_req {
 	bool connect;     /* CONNECT host:port */
@@ -69,6 +75,10 @@ struct na_egress_req {
 			   * to a static "/" when the URL has no path; it may
 			   * start with '?' (the engine then sends a '/' first) */
 	size_t path_len;
+	int vminor;       /* HTTP/1.<vminor> */
+	size_t hdr_off;   /* offset of the first header line in buf */
+	const char *auth; /* authority of an http:// URL (into buf) */
+	size_t auth_len;
 };
 
 /* Parses the request head at buf (len bytes read so far from the client).
@@ -76,6 +86,14 @@ struct na_egress_req {
  * length (> 0) when parsed, and -1 with e set when it is malformed (400) or
  * exceeds NA_EGRESS_MAX_HEAD (431).  Pure. */
 int na_egress_parse_head(const char *buf, size_t len, struct na_egress_req *r, struct err *e);
+
+/* The head sent upstream for a plain-HTTP request r parsed from buf (head
+ * length hl): origin-form request line, Host from the URL, the client's
+ * header lines minus Host, Connection, Keep-Alive, Proxy-Connection and
+ * Proxy-Authorization, then Connection: close.  Its length in out (cap
+ * bytes), or 0 when it does not fit.  Pure. */
+size_t na_egress_upstream_head(const char *buf, size_t hl, const struct na_egress_req *r,
+			       char *out, size_t cap);
 
 struct na_egress;
 

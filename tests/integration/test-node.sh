@@ -1,88 +1,85 @@
 #!/usr/bin/env bash
-# cloche-node against real runsc, btrfs and netns: the API refuses requests
+# cloche-node against real runsc, btrfs and netns: on a pool directory that
+# is not btrfs it makes and mounts a loop image; the API refuses requests
 # without the node credential; a create answers when the sandbox's health is
-# 200; destroy leaves no subvolume, netns, runsc process or directory; bad
-# input gets 4xx JSON errors; parallel creates all become ready; after
-# kill -9 of the agent a restart re-adopts the running sandboxes and cleans
-# up a half-made one; SIGTERM stops the agent and leaves sandboxes running.
+# 200, with its limits in the host cgroups and inside; destroy leaves no
+# subvolume, netns, runsc process or directory; bad input gets 4xx JSON
+# errors; 10 parallel creates all become ready; during and after kill -9 of
+# the agent the sandboxes keep serving VNC and MCP, a restart re-adopts them
+# and cleans up a half-made one and an orphan netns pair; SIGTERM stops the
+# agent and leaves sandboxes running.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . scripts/lib/sandbox.sh
 
-bin=${CLOCHE_BUILD:-build}/bin/cloche-node
+. tests/lib/node.sh
+
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 pre="t-node-$$"
-work=$(mktemp -d)
-port=$(free_port)
-base="http://127.0.0.1:$port"
-node_pid=
-PAR=${NODE_TEST_PARALLEL:-4}
+PAR=${NODE_TEST_PARALLEL:-10}
+node_setup "$pre"
+work=$NODE_WORK
+img_pool="$work/img-pool"
 
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	[[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null
-	local d id
-	for d in "$CLOCHE_POOL"/sandboxes/"$pre"-*; do
-		[[ -e $d ]] || continue
-		id=$(basename "$d")
-		sb_down "$id" >/dev/null 2>&1
-	done
-	for d in /var/run/netns/[SR]-"$pre"-*; do
-		[[ -e $d ]] && ip netns del "$(basename "$d")" 2>/dev/null
-	done
-	rm -rf "$work"
+	mountpoint -q "$img_pool" && umount "$img_pool"
+	node_cleanup
 }
 trap cleanup EXIT
 
-[[ -x $bin ]] || { not_ok "$bin is built (make all)"; tap_exit; }
+[[ -x $NODE_BIN ]] || { not_ok "$NODE_BIN is built (make all)"; tap_exit; }
 [[ -n $template ]] || { not_ok "a desktop template exists (run make template)"; tap_exit; }
 tname=$(basename "$template")
-head -c 32 /dev/urandom | base64 >"$work/cred"
-cred=$(cat "$work/cred")
 
-start_node() {
-	"$bin" --port "$port" --credential-file "$work/cred" --pool "$CLOCHE_POOL" \
-		--runsc-root "$CLOCHE_RUNSC_ROOT" >>"$work/node.log" 2>&1 &
-	node_pid=$!
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -sf "$base/healthz" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+# RFB banner and an MCP initialize answer from sandbox $1, through its router netns.
+serves_vnc_and_mcp() {
+	local banner code
+	banner=$(nsenter --net="/var/run/netns/R-$1" timeout 5 bash -c \
+		'exec 3<>/dev/tcp/10.0.2.15/5900 && head -c 12 <&3' 2>/dev/null)
+	code=$(nsenter --net="/var/run/netns/R-$1" curl -s -m 5 -o /dev/null -w '%{http_code}' \
+		-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+		--data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+		http://10.0.2.15:8889/mcp 2>/dev/null)
+	[[ $banner == "RFB 003.008"* && $code == 200 ]] || { echo "# $1: rfb='$banner' mcp=$code" >&2; return 1; }
 }
 
-# api METHOD PATH [BODY]: prints "<status> <body>".
-api() {
-	local out
-	out=$(curl -s -m 200 -o "$work/body" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $cred" \
-		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$base$2") || out=000
-	printf '%s %s\n' "$out" "$(cat "$work/body" 2>/dev/null)"
+# A pool that is not on btrfs: the agent makes and mounts a loop image.
+mkdir -p "$img_pool"
+"$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
+	--pool-image-size 2 --runsc-root "$work/runsc" >"$work/img-node.log" 2>&1 &
+img_pid=$!
+for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node.log" && break; sleep 0.1; done
+pool_made() {
+	[[ "$(stat -f -c %T "$img_pool")" == btrfs && -d $img_pool/templates && -d $img_pool/sandboxes &&
+		-d $img_pool/checkpoints && -f $work/pool.img ]] &&
+		(($(stat -c %s "$work/pool.img") == 2 << 30)) && grep -q '"pool image created"' "$work/img-node.log"
 }
+check "on first start the agent creates, formats and mounts a btrfs pool image" pool_made
+kill -TERM "$img_pid"; wait "$img_pid"
+umount "$img_pool"
+"$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
+	--pool-image-size 2 --runsc-root "$work/runsc" >"$work/img-node2.log" 2>&1 &
+img_pid=$!
+for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node2.log" && break; sleep 0.1; done
+check "the next start mounts the existing image again" \
+	bash -c "[[ \$(stat -f -c %T '$img_pool') == btrfs ]] && ! grep -q 'pool image created' '$work/img-node2.log'"
+kill -TERM "$img_pid"; wait "$img_pid"
+umount "$img_pool"
+touch "$img_pool/precious"
+"$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
+	--runsc-root "$work/runsc" >"$work/img-node3.log" 2>&1
+rc=$?
+check "a non-empty, non-btrfs pool directory is refused (exit $rc), not hidden by a mount" \
+	bash -c "[[ $rc != 0 && -e '$img_pool/precious' ]] && grep -q 'not empty' '$work/img-node3.log'"
 
-status_of() { cut -d' ' -f1 <<<"$1"; }
-body_of() { cut -d' ' -f2- <<<"$1"; }
-
-sb_health_code() {
-	nsenter --net="/var/run/netns/R-$1" curl -s -o /dev/null -w '%{http_code}' -m 3 \
-		"http://10.0.2.15:8080/health" 2>/dev/null || true
-}
-
-# Nothing of sandbox $1 is left on the node.
-gone() {
-	local id=$1
-	[[ ! -e $CLOCHE_POOL/sandboxes/$id ]] || { echo "# dir left: $id" >&2; return 1; }
-	[[ ! -e /var/run/netns/S-$id && ! -e /var/run/netns/R-$id ]] || { echo "# netns left: $id" >&2; return 1; }
-	! pgrep -f "runsc.*$id" >/dev/null || { echo "# runsc left: $id" >&2; return 1; }
-	! btrfs subvolume list "$CLOCHE_POOL" | grep -q "sandboxes/$id/" || { echo "# subvolume left: $id" >&2; return 1; }
-}
-
+start_node() { node_start "$@"; }
 check "cloche-node starts and answers /healthz" start_node
 
-r=$(curl -s -o "$work/b" -w '%{http_code}' "$base/v1/sandboxes")
+r=$(curl -s -o "$work/b" -w '%{http_code}' "$NODE_BASE/v1/sandboxes")
 check "no credential: 401 with a JSON error" test "$r" = 401 -a "$(jq -r .error.code "$work/b")" = unauthorized
-r=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer nope-$cred" "$base/v1/sandboxes")
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer nope-$NODE_CRED" "$NODE_BASE/v1/sandboxes")
 check "wrong credential: 401" test "$r" = 401
 
 # One sandbox through its whole life.
@@ -97,11 +94,19 @@ check "GET shows it ready" test "$(status_of "$r")" = 200 -a "$(body_of "$r" | j
 listed() { body_of "$(api GET /v1/sandboxes)" | jq -e --arg id "$1" '.sandboxes[] | select(.id == $id)' >/dev/null; }
 check "GET /v1/sandboxes lists it" listed "$id"
 check "its health answers 200 from its router netns" test "$(sb_health_code "$id")" = 200
-quiet() { "$@" >/dev/null 2>&1; }
 check "the rootfs is a btrfs snapshot" quiet btrfs subvolume show "$CLOCHE_POOL/sandboxes/$id/rootfs"
 check "meta.json is there" quiet jq -e ".id == \"$id\"" "$CLOCHE_POOL/sandboxes/$id/meta.json"
-check "limits reach the container's cgroup (memory 1 GiB)" \
-	test "$(cat /sys/fs/cgroup/memory/"$id"/memory.limit_in_bytes 2>/dev/null)" = $((1024 << 20))
+# 1024 MiB for the sandbox plus the reserve for gVisor (192 + 1024/8 MiB).
+check "limits reach the container's cgroup (memory 1 GiB + reserve, pids 8 x 2048 + 1024)" \
+	test "$(cat /sys/fs/cgroup/memory/"$id"/memory.limit_in_bytes 2>/dev/null)" = $(((1024 + 320) << 20)) \
+	-a "$(cat /sys/fs/cgroup/pids/"$id"/pids.max 2>/dev/null)" = $((8 * 2048 + 1024))
+guest_limits() {
+	local out
+	out=$(mcp_call "$id" 8889 run_command '{"command":"grep MemTotal /proc/meminfo; echo nproc=$(ulimit -u)"}' 2>&1)
+	grep -q "MemTotal: *$(((1024 + 320) * 1024)) kB" <<<"$out" && grep -q "nproc=2048" <<<"$out" ||
+		{ echo "# $out" >&2; return 1; }
+}
+check "inside: MemTotal is the limit plus reserve, the agent user's process limit is pids" guest_limits
 r=$(api GET /v1/capacity)
 capacity_ok() { jq -e '.memory.total > 0 and .memory.available > 0 and .cpus > 0 and .disk.free > 0 and .running >= 1' <<<"$1" >/dev/null; }
 check "capacity reports memory, cpus, disk and a running sandbox" capacity_ok "$(body_of "$r")"
@@ -143,23 +148,33 @@ for ((i = 0; i < PAR; i++)); do
 done
 check "$PAR parallel creates all become ready ($n)" test "$n" = "$PAR"
 
-# A half-made sandbox (no meta.json) for the restart to clean up.
+# A half-made sandbox (no meta.json) and an orphan netns pair (no
+# directory at all) for the restart to clean up.
 half="$pre-half"
 mkdir -p "$CLOCHE_POOL/sandboxes/$half"
 btrfs -q subvolume snapshot "$template" "$CLOCHE_POOL/sandboxes/$half/rootfs" >/dev/null
 ip netns add "S-$half"
+ip netns add "S-$pre-orphan"
+ip netns add "R-$pre-orphan"
 
 # kill -9 of the agent: the sandboxes keep running and are re-adopted.
 kill -9 "$node_pid"
 wait "$node_pid" 2>/dev/null
 node_pid=
-check "sandboxes keep serving while the agent is down" test "$(sb_health_code "$pre-p0")" = 200
+check "sandboxes keep serving health while the agent is down" test "$(sb_health_code "$pre-p0")" = 200
+down_serving=0
+for ((i = 0; i < PAR; i++)); do serves_vnc_and_mcp "$pre-p$i" && ((down_serving++)); done
+check "all $PAR keep serving VNC (RFB) and MCP while the agent is down ($down_serving)" test "$down_serving" = "$PAR"
 check "cloche-node restarts after kill -9" start_node
 r=$(api GET /v1/sandboxes)
 n=$(body_of "$r" | jq "[.sandboxes[] | select((.id | startswith(\"$pre-p\")) and .state == \"ready\")] | length")
 check "after restart GET lists all $PAR sandboxes as ready ($n)" test "$n" = "$PAR"
 check "a re-adopted sandbox still answers health" test "$(sb_health_code "$pre-p1")" = 200
 check "the half-made sandbox was cleaned up at start" gone "$half"
+check "the orphan netns pair was removed at start" gone "$pre-orphan"
+up_serving=0
+for ((i = 0; i < PAR; i++)); do serves_vnc_and_mcp "$pre-p$i" && ((up_serving++)); done
+check "after the restart all $PAR still serve VNC and MCP ($up_serving)" test "$up_serving" = "$PAR"
 
 # SIGTERM: the agent exits cleanly and leaves sandboxes running.
 kill -TERM "$node_pid"
@@ -187,13 +202,6 @@ done
 check "destroying all $PAR leaves nothing behind ($n)" test "$n" = "$PAR"
 r=$(api GET /v1/sandboxes)
 check "the list is empty" test "$(body_of "$r" | jq '.sandboxes | length')" = 0
-if grep -v '^{' "$work/node.log" | grep -q .; then
-	not_ok "every log line is JSON"
-	grep -v '^{' "$work/node.log" | head -5 | sed 's/^/# /'
-else
-	ok "every log line is JSON"
-fi
-kill -TERM "$node_pid" 2>/dev/null
-wait "$node_pid" 2>/dev/null
-node_pid=
+check "every log line is JSON" node_log_is_json
+node_stop
 tap_exit

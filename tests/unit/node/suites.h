@@ -6,5 +6,6 @@
 
 Suite *suite_node_egress_pure(void);
 Suite *suite_node_egress_engine(void);
+Suite *suite_node_spec(void);
 
 #endif

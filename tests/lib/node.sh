@@ -1,0 +1,100 @@
+# shellcheck shell=bash
+# Helpers for the cloche-node integration tests (needs tests/lib/tap.sh and
+# scripts/lib/sandbox.sh).  node_setup PREFIX makes a work directory, a
+# credential and a port; node_start runs the agent with extra options;
+# node_cleanup (call it from the EXIT trap) kills it and removes every
+# sandbox, netns and directory whose id starts with the prefix.
+
+NODE_BIN=${CLOCHE_BUILD:-build}/bin/cloche-node
+node_pid=
+
+node_setup() {
+	NODE_PRE=$1
+	NODE_WORK=$(mktemp -d)
+	NODE_PORT=$(free_port)
+	NODE_BASE="http://127.0.0.1:$NODE_PORT"
+	head -c 32 /dev/urandom | base64 >"$NODE_WORK/cred"
+	NODE_CRED=$(cat "$NODE_WORK/cred")
+}
+
+# node_start [OPTION...]: starts cloche-node on the default pool and waits
+# for /healthz.
+node_start() {
+	"$NODE_BIN" --port "$NODE_PORT" --credential-file "$NODE_WORK/cred" --pool "$CLOCHE_POOL" \
+		--runsc-root "$CLOCHE_RUNSC_ROOT" "$@" >>"$NODE_WORK/node.log" 2>&1 &
+	node_pid=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		curl -sf "$NODE_BASE/healthz" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# node_stop: SIGTERM, wait up to 10 s; returns the agent's exit status.
+node_stop() {
+	local i rc=0
+	[[ -n $node_pid ]] || return 0
+	kill -TERM "$node_pid" 2>/dev/null
+	for ((i = 0; i < 100; i++)); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
+	wait "$node_pid" 2>/dev/null || rc=$?
+	node_pid=
+	return "$rc"
+}
+
+# api METHOD PATH [BODY]: prints "<status> <body>".
+api() {
+	local out
+	out=$(curl -s -m 300 -o "$NODE_WORK/body" -w '%{http_code}' -X "$1" \
+		-H "Authorization: Bearer $NODE_CRED" \
+		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$NODE_BASE$2") || out=000
+	printf '%s %s\n' "$out" "$(cat "$NODE_WORK/body" 2>/dev/null)"
+}
+
+status_of() { cut -d' ' -f1 <<<"$1"; }
+body_of() { cut -d' ' -f2- <<<"$1"; }
+quiet() { "$@" >/dev/null 2>&1; }
+
+# The HTTP status of sandbox $1's health, asked from its router netns.
+sb_health_code() {
+	nsenter --net="/var/run/netns/R-$1" curl -s -o /dev/null -w '%{http_code}' -m 3 \
+		"http://10.0.2.15:8080/health" 2>/dev/null || true
+}
+
+# Nothing of sandbox $1 is left on the node.
+gone() {
+	local id=$1
+	[[ ! -e $CLOCHE_POOL/sandboxes/$id ]] || { echo "# dir left: $id" >&2; return 1; }
+	[[ ! -e /var/run/netns/S-$id && ! -e /var/run/netns/R-$id ]] || { echo "# netns left: $id" >&2; return 1; }
+	! pgrep -f "runsc.*$id" >/dev/null || { echo "# runsc left: $id" >&2; return 1; }
+	! btrfs subvolume list "$CLOCHE_POOL" | grep -q "sandboxes/$id/" || { echo "# subvolume left: $id" >&2; return 1; }
+}
+
+# mcp_call ID PORT TOOL ARGS_JSON: one MCP tool call to sandbox ID through
+# the SDK client, from its router netns; prints the result text.
+mcp_call() {
+	nsenter --net="/var/run/netns/R-$1" node tests/e2e/mcp-call.mjs \
+		--url "http://10.0.2.15:$2/mcp" --tool "$3" --args "$4" --timeout-ms 150000
+}
+
+# Every line the agent logged is JSON.
+node_log_is_json() {
+	if grep -v '^{' "$NODE_WORK/node.log" | grep -q .; then
+		grep -v '^{' "$NODE_WORK/node.log" | head -5 | sed 's/^/# /' >&2
+		return 1
+	fi
+}
+
+node_cleanup() {
+	[[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null
+	local d id
+	for d in "$CLOCHE_POOL"/sandboxes/"$NODE_PRE"-*; do
+		[[ -e $d ]] || continue
+		id=$(basename "$d")
+		sb_down "$id" >/dev/null 2>&1
+	done
+	for d in /var/run/netns/[SR]-"$NODE_PRE"-*; do
+		[[ -e $d ]] && ip netns del "$(basename "$d")" 2>/dev/null
+	done
+	rm -rf "$NODE_WORK"
+}
