@@ -90,11 +90,14 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 }
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
+enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT };
+
 struct job {
 	struct agent *a;
 	struct hsrv_defer *defer;
-	bool create;
-	char id[32];
+	enum job_kind kind;
+	char id[32];   /* the sandbox; for JOB_IMPORT the imported template */
+	char file[1024];
 	int status;
 	json_t *body;
 };
@@ -121,18 +124,30 @@ static void *job_thread(void *arg)
 	struct err e = ERR_INIT;
 	int rc;
 
-	if (j->create) {
+	char name[256];
+
+	switch (j->kind) {
+	case JOB_CREATE:
 		rc = na_node_create_run(j->a->node, j->id, &e);
 		if (rc == 0) {
 			j->status = 201;
 			j->body = na_node_get_json(j->a->node, j->id);
 		}
-	} else {
+		break;
+	case JOB_DESTROY:
 		rc = na_node_destroy(j->a->node, j->id, &e);
 		if (rc == 0) {
 			j->status = 200;
 			j->body = json_pack("{s:s, s:s}", "id", j->id, "state", "destroyed");
 		}
+		break;
+	default:
+		rc = na_node_import_template(j->a->node, j->file, name, sizeof(name), &e);
+		if (rc == 0) {
+			j->status = 201;
+			j->body = json_pack("{s:s}", "template", name);
+		}
+		break;
 	}
 	if (rc == -1) {
 		j->status = e.http_status ? e.http_status : 500;
@@ -145,7 +160,7 @@ static void *job_thread(void *arg)
 }
 
 static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
-		      bool create, const char *id)
+		      enum job_kind kind, const char *id, const char *file)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	pthread_t th;
@@ -156,8 +171,9 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 		return;
 	}
 	j->a = a;
-	j->create = create;
-	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->kind = kind;
+	snprintf(j->id, sizeof(j->id), "%s", id ? id : "");
+	snprintf(j->file, sizeof(j->file), "%s", file ? file : "");
 	j->defer = hsrv_defer(req, job_gone, j);
 	if (!j->defer) {
 		free(j);
@@ -195,7 +211,7 @@ static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	if (claimed) /* a warm pool member: ready now */
 		hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
 	else
-		start_job(a, req, resp, true, id);
+		start_job(a, req, resp, JOB_CREATE, id, NULL);
 }
 
 static const char *path_id(const struct hsrv_req *req)
@@ -239,7 +255,7 @@ static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
 		return;
 	}
-	start_job(a, req, resp, false, path_id(req));
+	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL);
 }
 
 /* PUT /v1/sandboxes/{id}/egress */
@@ -271,6 +287,39 @@ static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		return;
 	}
 	hsrv_resp_json(resp, 200, na_node_get_json(a->node, id));
+}
+
+static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+
+	if (deny(a, req, resp))
+		return;
+	hsrv_resp_json(resp, 200, na_node_templates_json(a->node));
+}
+
+/* POST /v1/templates {"import": "/path/to/stream"} */
+static void h_import(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	const char *file = NULL;
+
+	if (deny(a, req, resp))
+		return;
+	body = cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e);
+	if (body && (!json_is_object(body) || cj_get_str(body, "import", NULL, &file, NULL) == -1 ||
+		     !file || strlen(file) >= 1024)) {
+		file = NULL;
+		err_set(&e, 0, "the body must be {\"import\": \"/absolute/path/of/a/send/stream\"}");
+	}
+	if (!file) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	start_job(a, req, resp, JOB_IMPORT, NULL, file);
 }
 
 static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -463,6 +512,8 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
 		die("cannot start", &e);
 	if (na_node_keeper_start(a.node, &e) == -1)

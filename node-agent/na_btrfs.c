@@ -54,6 +54,51 @@ int na_btrfs_delete(const char *path, struct err *e)
 	return 0;
 }
 
+/* The one entry of dir other than . and .., into name.  0 or -1. */
+static int only_entry(const char *dir, char *name, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(name, len, "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	return n == 1 ? 0 : -1;
+}
+
+int na_btrfs_receive(const char *file, const char *dir, char *name, size_t len, struct err *e)
+{
+	char *argv[] = {"btrfs", "-q", "receive", "-f", (char *)file, (char *)dir, NULL};
+	char path[4200];
+	DIR *d;
+	struct dirent *de;
+
+	if (na_cmd_check(argv, NULL, NULL, e) == 0 && only_entry(dir, name, len) == 0)
+		return 0;
+	if (!e->msg[0])
+		err_set(e, 0, "the stream held no single subvolume");
+	err_wrap(e, "receive `%s`", file);
+	/* Remove what a failed or odd receive left. */
+	d = opendir(dir);
+	while (d && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (na_btrfs_delete(path, NULL) == -1)
+			rmdir(path);
+	}
+	if (d)
+		closedir(d);
+	return -1;
+}
+
 bool na_btrfs_is_btrfs(const char *path)
 {
 	struct stat st;

@@ -16,6 +16,12 @@ int na_btrfs_delete(const char *path, struct err *e);
 /* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
 bool na_btrfs_is_subvolume(const char *path);
 
+/* Receives the `btrfs send` stream in file into the empty directory dir
+ * (the subvolume arrives read-only, with the sender's UUIDs kept as its
+ * received UUID) and writes the received subvolume's name into name.  On
+ * failure whatever arrived is deleted.  0 or -1 with e set. */
+int na_btrfs_receive(const char *file, const char *dir, char *name, size_t len, struct err *e);
+
 /* True when path is a directory on a btrfs filesystem. */
 bool na_btrfs_is_btrfs(const char *path);
 

@@ -273,6 +273,111 @@ static int resolve_template(const struct na_node *n, const char *name, char *out
 	return 0;
 }
 
+json_t *na_node_templates_json(struct na_node *n)
+{
+	char dir[1100], path[1400], when[40];
+	json_t *arr = json_array();
+	DIR *d;
+	struct dirent *de;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
+	d = opendir(dir);
+	while (d && arr && (de = readdir(d)) != NULL) {
+		const char *at = strchr(de->d_name, '@');
+		int users = 0;
+		struct tm tm;
+
+		if (de->d_name[0] == '.' || !at || !valid_template(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!na_btrfs_is_subvolume(path) || stat(path, &st) == -1)
+			continue;
+		gmtime_r(&st.st_mtime, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		pthread_mutex_lock(&n->mu);
+		for (struct na_sb *s = n->list; s; s = s->next)
+			users += strcmp(s->template, de->d_name) == 0;
+		pthread_mutex_unlock(&n->mu);
+		json_array_append_new(arr, json_pack("{s:s, s:s%, s:s, s:s, s:i}", "template",
+						     de->d_name, "name", de->d_name,
+						     (int)(at - de->d_name), "digest", at + 1,
+						     "created_at", when, "sandboxes", users));
+	}
+	if (d)
+		closedir(d);
+	return json_pack("{s:o}", "templates", arr);
+}
+
+int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
+			    struct err *e)
+{
+	char tmp[1200], got[256], from[1500], to[1500];
+	struct stat st;
+	int rc = -1;
+
+	if (file[0] != '/' || stat(file, &st) == -1 || !S_ISREG(st.st_mode))
+		return err_http(e, 400, "`import`: `%s` is not a readable file (absolute path)",
+				file);
+	snprintf(tmp, sizeof(tmp), "%s/templates/.import-XXXXXX", n->pool);
+	if (!mkdtemp(tmp))
+		return err_set(e, errno, "mkdtemp `%s`", tmp);
+	if (na_btrfs_receive(file, tmp, got, sizeof(got), e) == -1) {
+		e->http_status = 400;
+		goto out;
+	}
+	snprintf(from, sizeof(from), "%s/%s", tmp, got);
+	snprintf(to, sizeof(to), "%s/templates/%s", n->pool, got);
+	if (!valid_template(got) || !strchr(got, '@') || got[0] == '@') {
+		err_http(e, 400, "the stream holds `%s`, not a template (name@digest)", got);
+	} else if (lstat(to, &st) == 0) {
+		err_http(e, 409, "template `%s` already exists", got);
+	} else if (rename(from, to) == -1) {
+		err_set(e, errno, "rename `%s` to `%s`", from, to);
+	} else {
+		snprintf(name_out, len, "%s", got);
+		log_info("template imported", "{s:s, s:s}", "template", got, "from", file);
+		rc = 0;
+	}
+	if (rc == -1 && na_btrfs_delete(from, NULL) == -1)
+		log_error("cannot remove a rejected import", "{s:s}", "path", from);
+out:
+	if (rmdir(tmp) == -1)
+		log_error("cannot remove import directory", "{s:s, s:s}", "path", tmp, "error",
+			  strerror(errno));
+	return rc;
+}
+
+/* Removes what an import interrupted by a crash left: templates/.import-*. */
+static void sweep_imports(struct na_node *n)
+{
+	char dir[1100], path[1400], sub[1700];
+	DIR *d, *d2;
+	struct dirent *de, *de2;
+
+	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
+	d = opendir(dir);
+	while (d && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, ".import-", 8) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		d2 = opendir(path);
+		while (d2 && (de2 = readdir(d2)) != NULL) {
+			if (strcmp(de2->d_name, ".") == 0 || strcmp(de2->d_name, "..") == 0)
+				continue;
+			snprintf(sub, sizeof(sub), "%s/%s", path, de2->d_name);
+			if (na_btrfs_delete(sub, NULL) == -1)
+				rmdir(sub);
+		}
+		if (d2)
+			closedir(d2);
+		log_warn("removed an interrupted template import", "{s:s}", "path", path);
+		rmdir(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void random_id(char *out, size_t len)
 {
 	unsigned char r[5] = {0};
@@ -808,6 +913,7 @@ void na_node_adopt(struct na_node *n)
 	}
 	if (d)
 		closedir(d);
+	sweep_imports(n);
 	if (na_netns_each(sweep_orphan, n, &e) == -1 ||
 	    na_runsc_each(n->runsc_root, sweep_orphan, n, &e) == -1)
 		log_error("orphan sweep failed", "{s:s}", "error", e.msg);

@@ -81,10 +81,21 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e);
  * meta.json.  -1 with 400, 404 or 409 (not ready). */
 int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, struct err *e);
 
+/* Imports a template from a `btrfs send` stream in file (an absolute path
+ * on this node) into templates/: received under templates/.import-* and
+ * moved into place only when it is a name@digest subvolume that is not
+ * there yet.  Writes the template's name.  -1 with 400 (not a file, not a
+ * stream, not a template), 409 (exists) or other errors; nothing is left
+ * behind.  Worker thread. */
+int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
+			    struct err *e);
+
 /* JSON views (new references, NULL when absent). */
 json_t *na_node_get_json(struct na_node *n, const char *id);
 json_t *na_node_list_json(struct na_node *n);
 json_t *na_node_capacity_json(struct na_node *n);
+/* {"templates": [{template, name, digest, created_at, sandboxes}]} */
+json_t *na_node_templates_json(struct na_node *n);
 
 /* True when id is a well-formed sandbox id: 1-31 of a-z, 0-9, '-', not
  * starting with '-'. */

@@ -239,8 +239,14 @@ failed_with_reason() {
 	local j i
 	for ((i = 0; i < 30; i++)); do
 		j=$(body_of "$(api GET "/v1/sandboxes/$A")")
-		[[ $(jq -r .state <<<"$j") == failed ]] && jq -r .reason <<<"$j" | grep -q "task limit" && return 0
-		[[ "$(sb_health_code "$A")" == 200 ]] && return 0 # survived: fine too
+		if [[ $(jq -r .state <<<"$j") == failed ]] && jq -r .reason <<<"$j" | grep -q "task limit"; then
+			echo "# A after the fork bomb: $(jq -c '{state, reason}' <<<"$j")"
+			return 0
+		fi
+		if [[ "$(sb_health_code "$A")" == 200 ]]; then
+			echo "# A survived the fork bomb and is healthy"
+			return 0
+		fi
 		sleep 1
 	done
 	echo "# $j" >&2

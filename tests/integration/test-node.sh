@@ -45,9 +45,11 @@ serves_vnc_and_mcp() {
 	[[ $banner == "RFB 003.008"* && $code == 200 ]] || { echo "# $1: rfb='$banner' mcp=$code" >&2; return 1; }
 }
 
-# A pool that is not on btrfs: the agent makes and mounts a loop image.
+# A pool that is not on btrfs: the agent makes and mounts a loop image; one
+# agent per pool; templates arrive as btrfs send streams.
 mkdir -p "$img_pool"
-"$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
+img_port=$(free_port)
+"$NODE_BIN" --port "$img_port" --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
 	--pool-image-size 2 --runsc-root "$work/runsc" >"$work/img-node.log" 2>&1 &
 img_pid=$!
 for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node.log" && break; sleep 0.1; done
@@ -57,6 +59,47 @@ pool_made() {
 		(($(stat -c %s "$work/pool.img") == 2 << 30)) && grep -q '"pool image created"' "$work/img-node.log"
 }
 check "on first start the agent creates, formats and mounts a btrfs pool image" pool_made
+"$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --runsc-root "$work/runsc" \
+	>"$work/img-second.log" 2>&1
+check "a second agent on the same pool refuses to start" grep -q "another cloche-node (pid $img_pid)" "$work/img-second.log"
+
+# Importing a template from a btrfs send stream (made here from a tiny
+# read-only subvolume).
+img_api() {
+	local out
+	out=$(curl -s -m 60 -o "$work/ibody" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $NODE_CRED" \
+		${3:+--data-binary "$3"} "http://127.0.0.1:$img_port$2") || out=000
+	printf '%s %s\n' "$out" "$(cat "$work/ibody")"
+}
+mkdir -p "$img_pool/src"
+btrfs -q subvolume create "$img_pool/src/tiny@0123abcd" >/dev/null
+echo hello >"$img_pool/src/tiny@0123abcd/file"
+btrfs -q property set -ts "$img_pool/src/tiny@0123abcd" ro true
+btrfs -q send -f "$work/tiny.stream" "$img_pool/src/tiny@0123abcd" 2>/dev/null
+btrfs -q subvolume delete "$img_pool/src/tiny@0123abcd" >/dev/null
+rmdir "$img_pool/src"
+r=$(img_api POST /v1/templates "{\"import\":\"$work/tiny.stream\"}")
+check "POST /v1/templates imports a send stream: 201 with its name" \
+	test "$(status_of "$r")" = 201 -a "$(body_of "$r" | jq -r .template)" = "tiny@0123abcd"
+imported_ok() {
+	[[ "$(cat "$img_pool/templates/tiny@0123abcd/file")" == hello ]] &&
+		btrfs property get -ts "$img_pool/templates/tiny@0123abcd" ro | grep -q true
+}
+check "the imported template is there, read-only, with its files" imported_ok
+r=$(img_api GET /v1/templates)
+check "GET /v1/templates lists it with name and digest" \
+	test "$(body_of "$r" | jq -r '.templates[] | select(.template == "tiny@0123abcd") | .name + " " + .digest')" = "tiny 0123abcd"
+r=$(img_api POST /v1/templates "{\"import\":\"$work/tiny.stream\"}")
+check "importing it again: 409" test "$(status_of "$r")" = 409
+head -c 4096 /dev/urandom >"$work/junk.stream"
+r=$(img_api POST /v1/templates "{\"import\":\"$work/junk.stream\"}")
+check "a file that is not a send stream: 400" test "$(status_of "$r")" = 400
+r=$(img_api POST /v1/templates '{"import":"relative/path"}')
+check "a relative path: 400" test "$(status_of "$r")" = 400
+r=$(img_api POST /v1/templates '{"file":1}')
+check "a body without import: 400 with a JSON error" test "$(body_of "$r" | jq -r .error.code)" = bad_request
+check "failed imports leave nothing in templates/" \
+	test "$(ls -A "$img_pool/templates")" = "tiny@0123abcd"
 kill -TERM "$img_pid"; wait "$img_pid"
 umount "$img_pool"
 "$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
