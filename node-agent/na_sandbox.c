@@ -904,7 +904,12 @@ void na_node_adopt(struct na_node *n)
 		err_clear(&e);
 		meta = cj_load_file(path, 1 << 16, &e);
 		na_runsc_state(n->runsc_root, de->d_name, state, sizeof(state));
-		if (meta && strcmp(state, "running") == 0 && adopt_one(n, de->d_name, meta))
+		/* A warm member whose create the last run did not finish is not
+		 * known to be healthy: replace it rather than hand it out. */
+		if (meta && strcmp(state, "running") == 0 &&
+		    !(json_is_true(json_object_get(meta, "pooled")) &&
+		      health_status(de->d_name) != 200) &&
+		    adopt_one(n, de->d_name, meta))
 			continue;
 		log_warn("cleaning up half-made sandbox", "{s:s, s:s, s:s}", "id", de->d_name,
 			 "container", state, "meta", meta ? "present" : e.msg);

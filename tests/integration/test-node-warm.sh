@@ -18,38 +18,38 @@ TARGET=2
 
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	# Warm members have ids the agent chose (sb-...): remove them through
-	# the agent, started without a pool so nothing refills.
+	# Warm members have ids the agent chose (sb-...), and one may have been
+	# in the making when the agent stopped.  The node had no sandboxes
+	# before the test, so whatever the agent lists now is ours: remove it
+	# through the agent, started without a pool so nothing refills.
 	if [[ -n $node_pid ]]; then kill -9 "$node_pid" 2>/dev/null; wait "$node_pid" 2>/dev/null; node_pid=; fi
-	if node_start >/dev/null 2>&1; then
+	if [[ -e $work/ours ]] && node_start >/dev/null 2>&1; then
 		local id
 		for id in $(body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[].id' 2>/dev/null); do
-			grep -qx "$id" "$work/ours" 2>/dev/null && api DELETE "/v1/sandboxes/$id" >/dev/null
+			api DELETE "/v1/sandboxes/$id" >/dev/null
 		done
 	fi
 	node_cleanup
 }
 trap cleanup EXIT
-: >"$work/ours"
 
 [[ -x $NODE_BIN ]] || { not_ok "$NODE_BIN is built (make all)"; tap_exit; }
 [[ -n "$(sb_latest_template desktop)" ]] || { not_ok "a desktop template exists (make template)"; tap_exit; }
-# The pool must start empty for the counts below to mean anything.
+# The pool must start empty for the counts below (and the clean-up) to
+# mean anything.
 if [[ -n "$(ls "$CLOCHE_POOL/sandboxes" 2>/dev/null)" ]]; then
 	not_ok "no sandboxes on this node before the test ($(ls "$CLOCHE_POOL/sandboxes" | head -3 | tr '\n' ' '))"
 	tap_exit
 fi
+: >"$work/ours" # the clean-up may now remove whatever the agent lists
 
 warm_json() { body_of "$(api GET /v1/capacity)" | jq -c '.warm[0]'; }
 warm_ready() { body_of "$(api GET /v1/capacity)" | jq -r '.warm[0].ready'; }
-# Remembers every id the agent lists, for the clean-up.
-note_ids() { body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[].id' >>"$work/ours"; }
 
 # wait_ready N SECONDS: until the pool has N ready members.
 wait_ready() {
 	local i
 	for ((i = 0; i < $2 * 2; i++)); do
-		note_ids
 		[[ "$(warm_ready)" == "$1" ]] && return 0
 		sleep 0.5
 	done
@@ -74,7 +74,6 @@ t0=$(now_ms)
 r=$(api POST /v1/sandboxes '{"egress":{"allow":["example.org:443"]}}')
 claim_ms=$(($(now_ms) - t0))
 c1=$(body_of "$r" | jq -r .id)
-echo "$c1" >>"$work/ours"
 echo "# claim: $claim_ms ms: $(body_of "$r" | jq -c '{id, state, warm, egress}')"
 check "a plain create claims a warm member: 201, ready, warm (${claim_ms} ms)" \
 	test "$(status_of "$r")" = 201 -a "$(body_of "$r" | jq -r '.state + " " + (.warm|tostring)')" = "ready true"
@@ -86,7 +85,6 @@ check "meta.json records it as claimed (not pooled)" \
 	quiet jq -e '.pooled == false and .egress.allow[0] == "example.org:443"' "$CLOCHE_POOL/sandboxes/$c1/meta.json"
 r=$(api POST /v1/sandboxes '{}')
 c2=$(body_of "$r" | jq -r .id)
-echo "$c2" >>"$work/ours"
 check "a second claim gets the other member" \
 	test "$(status_of "$r")" = 201 -a "$(body_of "$r" | jq -r .warm)" = true -a "$c2" != "$c1"
 t_empty=$(now_ms)
@@ -114,7 +112,6 @@ kill -9 "$pid"
 replaced() {
 	local i
 	for ((i = 0; i < 480; i++)); do
-		note_ids
 		if ! body_of "$(api GET /v1/sandboxes)" | jq -e --arg id "$m" '.sandboxes[] | select(.id == $id)' >/dev/null &&
 			[[ "$(warm_ready)" == "$TARGET" ]]; then
 			return 0
