@@ -13,7 +13,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/btrfs.h>
+#include <stdint.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -54,49 +57,74 @@ int na_btrfs_delete(const char *path, struct err *e)
 	return 0;
 }
 
-/* The one entry of dir other than . and .., into name.  0 or -1. */
-static int only_entry(const char *dir, char *name, size_t len)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
+/* Send stream layout (btrfs-progs send.h): "btrfs-stream\0", le32 version,
+ * then commands: le32 length, le16 command, le32 crc, then attributes as
+ * le16 type, le16 length, data.  The first command is SUBVOL (1) with the
+ * subvolume's PATH (15). */
+#define STREAM_MAGIC "btrfs-stream"
+#define STREAM_CMD_SUBVOL 1
+#define STREAM_ATTR_PATH 15
 
-	if (!d)
-		return -1;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(name, len, "%s", de->d_name);
-		n++;
-	}
-	closedir(d);
-	return n == 1 ? 0 : -1;
+static unsigned le16(const unsigned char *p)
+{
+	return (unsigned)p[0] | (unsigned)p[1] << 8;
 }
 
-int na_btrfs_receive(const char *file, const char *dir, char *name, size_t len, struct err *e)
+static unsigned long le32(const unsigned char *p)
+{
+	return (unsigned long)p[0] | (unsigned long)p[1] << 8 | (unsigned long)p[2] << 16 |
+	       (unsigned long)p[3] << 24;
+}
+
+int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e)
+{
+	unsigned char buf[4096];
+	AUTOCLOSE int fd = open(file, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+	size_t off = sizeof(STREAM_MAGIC) + 4, end;
+
+	if (fd == -1)
+		return err_set(e, errno, "open `%s`", file);
+	got = read(fd, buf, sizeof(buf));
+	if (got < (ssize_t)(off + 10) || memcmp(buf, STREAM_MAGIC, sizeof(STREAM_MAGIC)) != 0)
+		return err_set(e, 0, "`%s` is not a btrfs send stream", file);
+	end = off + 10 + le32(buf + off);
+	if (le16(buf + off + 4) != STREAM_CMD_SUBVOL || end > (size_t)got)
+		return err_set(e, 0, "`%s` does not start with a subvolume", file);
+	for (off += 10; off + 4 <= end;) {
+		unsigned type = le16(buf + off), alen = le16(buf + off + 2);
+
+		if (off + 4 + alen > end)
+			break;
+		if (type == STREAM_ATTR_PATH) {
+			if (alen == 0 || alen >= len || memchr(buf + off + 4, '/', alen) ||
+			    memchr(buf + off + 4, '\0', alen))
+				return err_set(e, 0, "`%s` names a bad subvolume path", file);
+			memcpy(name, buf + off + 4, alen);
+			name[alen] = '\0';
+			return 0;
+		}
+		off += 4 + alen;
+	}
+	return err_set(e, 0, "`%s`: its subvolume has no name", file);
+}
+
+int na_btrfs_receive(const char *file, const char *dir, struct err *e)
 {
 	char *argv[] = {"btrfs", "-q", "receive", "-f", (char *)file, (char *)dir, NULL};
-	char path[4200];
-	DIR *d;
-	struct dirent *de;
 
-	if (na_cmd_check(argv, NULL, NULL, e) == 0 && only_entry(dir, name, len) == 0)
-		return 0;
-	if (!e->msg[0])
-		err_set(e, 0, "the stream held no single subvolume");
-	err_wrap(e, "receive `%s`", file);
-	/* Remove what a failed or odd receive left. */
-	d = opendir(dir);
-	while (d && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (na_btrfs_delete(path, NULL) == -1)
-			rmdir(path);
-	}
-	if (d)
-		closedir(d);
-	return -1;
+	if (na_cmd_check(argv, NULL, NULL, e) == -1)
+		return err_wrap(e, "receive `%s`", file);
+	return 0;
+}
+
+bool na_btrfs_is_readonly(const char *path)
+{
+	AUTOCLOSE int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t flags = 0;
+
+	return fd != -1 && na_btrfs_is_subvolume(path) &&
+	       ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags) == 0 && (flags & BTRFS_SUBVOL_RDONLY);
 }
 
 bool na_btrfs_is_btrfs(const char *path)

@@ -16,11 +16,20 @@ int na_btrfs_delete(const char *path, struct err *e);
 /* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
 bool na_btrfs_is_subvolume(const char *path);
 
-/* Receives the `btrfs send` stream in file into the empty directory dir
- * (the subvolume arrives read-only, with the sender's UUIDs kept as its
- * received UUID) and writes the received subvolume's name into name.  On
- * failure whatever arrived is deleted.  0 or -1 with e set. */
-int na_btrfs_receive(const char *file, const char *dir, char *name, size_t len, struct err *e);
+/* The name of the subvolume a `btrfs send` stream in file creates (its
+ * first command), read without receiving anything.  0 or -1 with e set
+ * when file is not a send stream. */
+int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e);
+
+/* Receives the `btrfs send` stream in file into directory dir, where it
+ * creates the subvolume the stream names; it turns read-only when complete
+ * and keeps the sender's UUID as its received UUID (what later incremental
+ * streams need).  0 or -1 with e set. */
+int na_btrfs_receive(const char *file, const char *dir, struct err *e);
+
+/* True when path is a read-only subvolume (finished templates are; one
+ * still being received is not). */
+bool na_btrfs_is_readonly(const char *path);
 
 /* True when path is a directory on a btrfs filesystem. */
 bool na_btrfs_is_btrfs(const char *path);

@@ -247,7 +247,7 @@ static int resolve_template(const struct na_node *n, const char *name, char *out
 	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
 	if (strchr(name, '@')) {
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		if (!na_btrfs_is_subvolume(path))
+		if (!na_btrfs_is_readonly(path))
 			return err_http(e, 404, "no template `%s`", name);
 		snprintf(out, len, "%s", name);
 		return 0;
@@ -260,7 +260,7 @@ static int resolve_template(const struct na_node *n, const char *name, char *out
 		if (strncmp(de->d_name, name, nl) != 0 || de->d_name[nl] != '@')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!na_btrfs_is_subvolume(path) || stat(path, &st) == -1)
+		if (!na_btrfs_is_readonly(path) || stat(path, &st) == -1)
 			continue;
 		if (!out[0] || st.st_mtime > best) {
 			best = st.st_mtime;
@@ -291,7 +291,7 @@ json_t *na_node_templates_json(struct na_node *n)
 		if (de->d_name[0] == '.' || !at || !valid_template(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!na_btrfs_is_subvolume(path) || stat(path, &st) == -1)
+		if (!na_btrfs_is_readonly(path) || stat(path, &st) == -1)
 			continue;
 		gmtime_r(&st.st_mtime, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -312,67 +312,58 @@ json_t *na_node_templates_json(struct na_node *n)
 int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
 			    struct err *e)
 {
-	char tmp[1200], got[256], from[1500], to[1500];
+	char name[256], dir[1100], path[1400];
 	struct stat st;
-	int rc = -1;
 
 	if (file[0] != '/' || stat(file, &st) == -1 || !S_ISREG(st.st_mode))
 		return err_http(e, 400, "`import`: `%s` is not a readable file (absolute path)",
 				file);
-	snprintf(tmp, sizeof(tmp), "%s/templates/.import-XXXXXX", n->pool);
-	if (!mkdtemp(tmp))
-		return err_set(e, errno, "mkdtemp `%s`", tmp);
-	if (na_btrfs_receive(file, tmp, got, sizeof(got), e) == -1) {
+	if (na_btrfs_stream_name(file, name, sizeof(name), e) == -1) {
 		e->http_status = 400;
-		goto out;
+		return -1;
 	}
-	snprintf(from, sizeof(from), "%s/%s", tmp, got);
-	snprintf(to, sizeof(to), "%s/templates/%s", n->pool, got);
-	if (!valid_template(got) || !strchr(got, '@') || got[0] == '@') {
-		err_http(e, 400, "the stream holds `%s`, not a template (name@digest)", got);
-	} else if (lstat(to, &st) == 0) {
-		err_http(e, 409, "template `%s` already exists", got);
-	} else if (rename(from, to) == -1) {
-		err_set(e, errno, "rename `%s` to `%s`", from, to);
-	} else {
-		snprintf(name_out, len, "%s", got);
-		log_info("template imported", "{s:s, s:s}", "template", got, "from", file);
-		rc = 0;
+	if (!valid_template(name) || !strchr(name, '@') || name[0] == '@')
+		return err_http(e, 400, "the stream holds `%s`, not a template (name@digest)", name);
+	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (lstat(path, &st) == 0)
+		return err_http(e, 409, "template `%s` already exists", name);
+	/* Received in place: until the stream is complete the subvolume is
+	 * writable, and writable subvolumes are not templates to creates. */
+	if (na_btrfs_receive(file, dir, e) == -1 || !na_btrfs_is_readonly(path)) {
+		if (!e->msg[0])
+			err_set(e, 0, "`%s` did not arrive as a read-only subvolume", name);
+		if (na_btrfs_delete(path, NULL) == -1 && lstat(path, &st) == 0)
+			log_error("cannot remove a failed import", "{s:s}", "path", path);
+		e->http_status = 400;
+		return -1;
 	}
-	if (rc == -1 && na_btrfs_delete(from, NULL) == -1)
-		log_error("cannot remove a rejected import", "{s:s}", "path", from);
-out:
-	if (rmdir(tmp) == -1)
-		log_error("cannot remove import directory", "{s:s, s:s}", "path", tmp, "error",
-			  strerror(errno));
-	return rc;
+	snprintf(name_out, len, "%s", name);
+	log_info("template imported", "{s:s, s:s}", "template", name, "from", file);
+	return 0;
 }
 
-/* Removes what an import interrupted by a crash left: templates/.import-*. */
+/* Removes what an import interrupted by a crash left: a name@digest
+ * subvolume in templates/ that never became read-only. */
 static void sweep_imports(struct na_node *n)
 {
-	char dir[1100], path[1400], sub[1700];
-	DIR *d, *d2;
-	struct dirent *de, *de2;
+	char dir[1100], path[1400];
+	DIR *d;
+	struct dirent *de;
+	struct err e = ERR_INIT;
 
 	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
 	d = opendir(dir);
 	while (d && (de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, ".import-", 8) != 0)
+		if (de->d_name[0] == '.' || !strchr(de->d_name, '@'))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		d2 = opendir(path);
-		while (d2 && (de2 = readdir(d2)) != NULL) {
-			if (strcmp(de2->d_name, ".") == 0 || strcmp(de2->d_name, "..") == 0)
-				continue;
-			snprintf(sub, sizeof(sub), "%s/%s", path, de2->d_name);
-			if (na_btrfs_delete(sub, NULL) == -1)
-				rmdir(sub);
-		}
-		if (d2)
-			closedir(d2);
-		log_warn("removed an interrupted template import", "{s:s}", "path", path);
-		rmdir(path);
+		if (!na_btrfs_is_subvolume(path) || na_btrfs_is_readonly(path))
+			continue;
+		log_warn("removing an unfinished template import", "{s:s}", "template", de->d_name);
+		if (na_btrfs_delete(path, &e) == -1)
+			log_error("cannot remove it", "{s:s, s:s}", "template", de->d_name, "error",
+				  e.msg);
 	}
 	if (d)
 		closedir(d);

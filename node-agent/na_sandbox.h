@@ -82,11 +82,12 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e);
 int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, struct err *e);
 
 /* Imports a template from a `btrfs send` stream in file (an absolute path
- * on this node) into templates/: received under templates/.import-* and
- * moved into place only when it is a name@digest subvolume that is not
- * there yet.  Writes the template's name.  -1 with 400 (not a file, not a
- * stream, not a template), 409 (exists) or other errors; nothing is left
- * behind.  Worker thread. */
+ * on this node) into templates/.  The stream's subvolume name is read
+ * first: it must be name@digest and not there yet.  It is received in
+ * place and used by creates only once read-only (complete); a failed
+ * receive is deleted, and an unfinished one found at start too.  Writes the
+ * template's name.  -1 with 400 (not a file, not a stream, not a
+ * template), 409 (exists) or other errors.  Worker thread. */
 int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
 			    struct err *e);
 
