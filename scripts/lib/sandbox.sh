@@ -57,21 +57,32 @@ sb_net_down() {
 	return 0
 }
 
-# Writes the OCI bundle for sandbox $1 on rootfs $2 into $3.
+# Writes the OCI bundle for sandbox $1 on rootfs $2 into $3, with the
+# limits cloche-node gives by default (docs/node.md, Limits):
+# CLOCHE_MEMORY_MB (2048) plus gVisor's reserve, CLOCHE_PIDS (1024) guest
+# processes and 8 x that + 1024 host tasks.
 sb_bundle() {
 	local id=$1 rootfs=$2 bundle=$3 width=${CLOCHE_SCREEN_WIDTH:-1280} height=${CLOCHE_SCREEN_HEIGHT:-800}
+	local mem=${CLOCHE_MEMORY_MB:-2048} pids=${CLOCHE_PIDS:-1024} reserve
+	reserve=$((192 + mem / 8))
 	mkdir -p "$bundle"
 	(cd "$bundle" && rm -f config.json && runsc spec) || return 1
 	local caps='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FOWNER","CAP_SETUID","CAP_SETGID","CAP_KILL","CAP_NET_BIND_SERVICE","CAP_AUDIT_WRITE"]'
 	jq --arg root "$rootfs" --arg ns "/var/run/netns/S-$id" --arg id "$id" \
-		--arg w "$width" --arg h "$height" --argjson caps "$caps" '
+		--arg w "$width" --arg h "$height" --argjson caps "$caps" \
+		--argjson mem "$mem" --argjson reserve "$reserve" --argjson pids "$pids" '
 		.root = {path: $root, readonly: false}
 		| .hostname = "sandbox"
 		| .process.terminal = false
 		| .process.args = ["/opt/cloche/bin/cloche-init"]
 		| .process.cwd = "/"
 		| .process.env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"CLOCHE_SANDBOX_ID=" + $id, "SCREEN_WIDTH=" + $w, "SCREEN_HEIGHT=" + $h]
+			"CLOCHE_SANDBOX_ID=" + $id, "CLOCHE_MEMORY_RESERVE_MB=" + ($reserve | tostring),
+			"SCREEN_WIDTH=" + $w, "SCREEN_HEIGHT=" + $h]
+		| .process.rlimits = [{type: "RLIMIT_NOFILE", hard: 1024, soft: 1024},
+			{type: "RLIMIT_NPROC", hard: $pids, soft: $pids}]
+		| .linux.resources = (.linux.resources // {}) + {memory: {limit: (($mem + $reserve) * 1048576)},
+			pids: {limit: (8 * $pids + 1024)}}
 		| .process.capabilities = {bounding: $caps, effective: $caps, permitted: $caps}
 		| .mounts += [
 			{destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777"]},

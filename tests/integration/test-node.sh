@@ -134,7 +134,12 @@ echo "# create to ready: $(($(now_ms) - t0)) ms"
 check "create answers 201 with state ready" test "$(status_of "$r")" = 201 -a "$(body_of "$r" | jq -r .state)" = ready
 r=$(api GET "/v1/sandboxes/$id")
 check "GET shows it ready" test "$(status_of "$r")" = 200 -a "$(body_of "$r" | jq -r .state)" = ready
-listed() { body_of "$(api GET /v1/sandboxes)" | jq -e --arg id "$1" '.sandboxes[] | select(.id == $id)' >/dev/null; }
+listed() {
+	local r
+	r=$(api GET /v1/sandboxes)
+	[[ $(status_of "$r") == 200 ]] &&
+		body_of "$r" | jq -e --arg id "$1" '.sandboxes[] | select(.id == $id)' >/dev/null
+}
 check "GET /v1/sandboxes lists it" listed "$id"
 check "its health answers 200 from its router netns" test "$(sb_health_code "$id")" = 200
 check "the rootfs is a btrfs snapshot" quiet btrfs subvolume show "$CLOCHE_POOL/sandboxes/$id/rootfs"
@@ -151,8 +156,12 @@ guest_limits() {
 }
 check "inside: MemTotal is the limit plus reserve, the agent user's process limit is pids" guest_limits
 r=$(api GET /v1/capacity)
-capacity_ok() { jq -e '.memory.total > 0 and .memory.available > 0 and .cpus > 0 and .disk.free > 0 and .running >= 1' <<<"$1" >/dev/null; }
-check "capacity reports memory, cpus, disk and a running sandbox" capacity_ok "$(body_of "$r")"
+capacity_ok() {
+	[[ $(status_of "$1") == 200 ]] &&
+		jq -e '.memory.total > 0 and .memory.available > 0 and .cpus > 0 and .disk.free > 0 and .running >= 1' \
+			<<<"$(body_of "$1")" >/dev/null
+}
+check "capacity reports memory, cpus, disk and a running sandbox" capacity_ok "$r"
 
 # Bad input.
 r=$(api POST /v1/sandboxes '{"id": "x",')
