@@ -7,7 +7,6 @@
 #include "common/util.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -84,27 +83,6 @@ int na_netns_destroy(const char *id, struct err *e)
 	int rr = del_one(id, 'R', rs == -1 ? NULL : e);
 
 	return rs == -1 || rr == -1 ? -1 : 0;
-}
-
-int na_netns_each(void (*fn)(const char *id, void *ud), void *ud, struct err *e)
-{
-	DIR *d = opendir("/var/run/netns");
-	struct dirent *de;
-
-	if (!d)
-		return errno == ENOENT ? 0 : err_set(e, errno, "open /var/run/netns");
-	while ((de = readdir(d)) != NULL) {
-		const char *id = de->d_name + 2;
-
-		if ((de->d_name[0] != 'S' && de->d_name[0] != 'R') || de->d_name[1] != '-' || !*id)
-			continue;
-		/* Each id once: by its S- name, or by R- when S- is gone. */
-		if (de->d_name[0] == 'R' && na_netns_exists(id))
-			continue;
-		fn(id, ud);
-	}
-	closedir(d);
-	return 0;
 }
 
 bool na_netns_exists(const char *id)

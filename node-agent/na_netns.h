@@ -33,10 +33,6 @@ bool na_netns_exists(const char *id);
  * Returns the fd the caller owns, or -1 with e set. */
 int na_netns_listen(const char *id, int port, struct err *e);
 
-/* Calls fn(id, ud) once for every sandbox id that has an S- or R- namespace
- * (names in /var/run/netns), so orphans can be found.  0 or -1. */
-int na_netns_each(void (*fn)(const char *id, void *ud), void *ud, struct err *e);
-
 /* Opens a TCP connection from R-<id> to 10.0.2.15:port, waiting at most
  * timeout_ms for it.  The socket is created on a short-lived thread that
  * entered R-<id> (the namespace of a socket is fixed at creation), so the

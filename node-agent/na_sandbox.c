@@ -596,9 +596,12 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 		*e = e2;
 		rc = -1;
 	}
-	/* Only once the subvolume is gone: never walk into a live rootfs. */
-	if (lstat(rootfs, &st) == -1 && errno == ENOENT && lstat(dir, &st) == 0 &&
-	    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == -1 && rc == 0)
+	/* Last, and only when everything else is gone: the directory is the
+	 * record that the rest belongs to this node (start-up clean-up finds
+	 * leftovers through it), and a file walk must never enter a live
+	 * rootfs. */
+	if (rc == 0 && lstat(rootfs, &st) == -1 && errno == ENOENT && lstat(dir, &st) == 0 &&
+	    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == -1)
 		rc = err_set(e, errno, "remove `%s`", dir);
 	if (rc == -1)
 		err_wrap(e, "tear down %s", id);
@@ -850,8 +853,9 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 	return true;
 }
 
-/* na_netns_each / na_runsc_each callback: removes what belongs to no
- * sandbox of this node. */
+/* na_runsc_each callback: a container under this node's runsc root with
+ * no directory in sandboxes/ is a leftover of this node; remove it (and its
+ * netns pair). */
 static void sweep_orphan(const char *id, void *ud)
 {
 	struct na_node *n = ud;
@@ -868,7 +872,7 @@ static void sweep_orphan(const char *id, void *ud)
 	pthread_mutex_unlock(&n->mu);
 	if (known || lstat(dir, &st) == 0)
 		return;
-	log_warn("removing orphan netns/container", "{s:s}", "id", id);
+	log_warn("removing orphan container", "{s:s}", "id", id);
 	if (teardown(n, id, &e) == -1)
 		log_error("orphan clean-up failed", "{s:s, s:s}", "id", id, "error", e.msg);
 }
@@ -910,8 +914,7 @@ void na_node_adopt(struct na_node *n)
 	if (d)
 		closedir(d);
 	sweep_imports(n);
-	if (na_netns_each(sweep_orphan, n, &e) == -1 ||
-	    na_runsc_each(n->runsc_root, sweep_orphan, n, &e) == -1)
+	if (na_runsc_each(n->runsc_root, sweep_orphan, n, &e) == -1)
 		log_error("orphan sweep failed", "{s:s}", "error", e.msg);
 }
 
@@ -1090,9 +1093,9 @@ static bool warm_round_locked(struct na_node *n)
 		if (rc == 0) {
 			w->failures = 0;
 			w->retry_at = 0;
+			warm_count_locked(n, resolved[i], &ready, &starting);
 			log_info("warm sandbox added", "{s:s, s:s, s:I, s:i}", "id", id, "template",
-				 resolved[i], "ms", (json_int_t)(util_now_ms() - t0), "ready",
-				 ready + 1);
+				 resolved[i], "ms", (json_int_t)(util_now_ms() - t0), "ready", ready);
 		} else {
 			uint64_t delay = 1000ull << (w->failures < 9 ? w->failures : 9);
 			w->failures++;

@@ -49,8 +49,8 @@ void na_node_free(struct na_node *n);
 
 /* Scans pool/sandboxes: directories with meta.json whose container is running
  * are adopted as ready (warm pool members stay members, egress listeners are
- * opened again); everything else there is torn down.  Then netns pairs and
- * runsc containers that belong to no sandbox directory are removed.  Logs
+ * opened again); everything else there is torn down.  Then containers
+ * under the runsc root that have no sandbox directory are removed.  Logs
  * each decision.  Blocking; call before serving. */
 void na_node_adopt(struct na_node *n);
 

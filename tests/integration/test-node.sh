@@ -5,9 +5,9 @@
 # 200, with its limits in the host cgroups and inside; destroy leaves no
 # subvolume, netns, runsc process or directory; bad input gets 4xx JSON
 # errors; 10 parallel creates all become ready; during and after kill -9 of
-# the agent the sandboxes keep serving VNC and MCP, a restart re-adopts them
-# and cleans up a half-made one and an orphan netns pair; SIGTERM stops the
-# agent and leaves sandboxes running.
+# the agent the sandboxes keep serving VNC and MCP, a restart re-adopts them,
+# cleans up a half-made one and leaves another pool's netns alone; SIGTERM
+# stops the agent and leaves sandboxes running.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
@@ -200,14 +200,16 @@ for ((i = 0; i < PAR; i++)); do
 done
 check "$PAR parallel creates all become ready ($n)" test "$n" = "$PAR"
 
-# A half-made sandbox (no meta.json) and an orphan netns pair (no
-# directory at all) for the restart to clean up.
+# A half-made sandbox (no meta.json) for the restart to clean up, and a
+# netns pair with no directory in this pool (another pool's, or made by
+# hand) that it must leave alone.
 half="$pre-half"
 mkdir -p "$CLOCHE_POOL/sandboxes/$half"
 btrfs -q subvolume snapshot "$template" "$CLOCHE_POOL/sandboxes/$half/rootfs" >/dev/null
 ip netns add "S-$half"
-ip netns add "S-$pre-orphan"
-ip netns add "R-$pre-orphan"
+ip netns add "R-$half"
+ip netns add "S-$pre-foreign"
+ip netns add "R-$pre-foreign"
 
 # kill -9 of the agent: the sandboxes keep running and are re-adopted.
 kill -9 "$node_pid"
@@ -223,7 +225,10 @@ n=$(body_of "$r" | jq "[.sandboxes[] | select((.id | startswith(\"$pre-p\")) and
 check "after restart GET lists all $PAR sandboxes as ready ($n)" test "$n" = "$PAR"
 check "a re-adopted sandbox still answers health" test "$(sb_health_code "$pre-p1")" = 200
 check "the half-made sandbox was cleaned up at start" gone "$half"
-check "the orphan netns pair was removed at start" gone "$pre-orphan"
+check "a netns pair that is not this pool's was left alone" \
+	test -e "/var/run/netns/S-$pre-foreign" -a -e "/var/run/netns/R-$pre-foreign"
+ip netns del "S-$pre-foreign"
+ip netns del "R-$pre-foreign"
 up_serving=0
 for ((i = 0; i < PAR; i++)); do serves_vnc_and_mcp "$pre-p$i" && ((up_serving++)); done
 check "after the restart all $PAR still serve VNC and MCP ($up_serving)" test "$up_serving" = "$PAR"
