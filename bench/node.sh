@@ -26,7 +26,7 @@
 # cloche-node runs once per machine and pool: it refuses to start while
 # another agent holds the pool, and at start it re-adopts every running
 # sandbox of the pool, tears down the other entries of POOL/sandboxes and
-# every S-/R- netns or container that has no directory there.  So this
+# every container of its runsc root that has no directory there.  So this
 # bench refuses to start while another agent runs, or while the pool holds
 # entries that are not running (a create in progress elsewhere, a dead
 # sandbox someone is looking at) unless NODE_BENCH_FORCE=1.  Running
@@ -34,6 +34,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/lib/sandbox.sh
+. tests/lib/tap.sh # free_port, now_ms
 
 cold_n=${NODE_BENCH_COLD:-5}
 warm_k=${NODE_BENCH_WARM:-3}
@@ -111,13 +112,6 @@ preflight
 work=$(mktemp -d /tmp/bench-node.XXXXXX)
 head -c 32 /dev/urandom | base64 >"$work/cred"
 cred=$(cat "$work/cred")
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 30000))
-		ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }
-	done
-}
 port=${NODE_BENCH_PORT:-$(free_port)}
 base="http://127.0.0.1:$port"
 node_pid=
@@ -249,7 +243,6 @@ trap cleanup EXIT
 trap 'echo " interrupted" >&2; exit 130' INT TERM
 
 mkdir -p bench/results
-ms() { date +%s%3N; }
 stats() { # "min median max" of the numbers on stdin
 	sort -n | awk '{a[NR] = $1} END {if (NR) printf "%d %d %d\n", a[1], a[int((NR + 1) / 2)], a[NR]}'
 }
@@ -294,17 +287,17 @@ echo "cloche-node benchmark: $tname, $(nproc) cores, $(($(awk '/^MemTotal:/ {pri
 echo
 echo "== warm pool: --warm-pool desktop=$warm_k"
 start_node "desktop=$warm_k"
-t0=$(ms)
+t0=$(now_ms)
 while :; do
 	cap=$(get /v1/capacity)
 	ready=$(jq '.warm[0].ready // 0' <<<"$cap" 2>/dev/null || echo 0)
 	note_mine
 	((ready >= warm_k)) && break
-	(($(ms) - t0 < warm_k * 240000)) || die "warm pool not full after $((warm_k * 240)) s: $cap"
+	(($(now_ms) - t0 < warm_k * 240000)) || die "warm pool not full after $((warm_k * 240)) s: $cap"
 	kill -0 "$node_pid" 2>/dev/null || die "cloche-node died (log: $work/node.log)"
 	sleep 0.5
 done
-fill_s=$(awk -v d=$(($(ms) - t0)) 'BEGIN {printf "%.1f", d / 1000}')
+fill_s=$(awk -v d=$(($(now_ms) - t0)) 'BEGIN {printf "%.1f", d / 1000}')
 echo "pool filled from empty: $warm_k in $fill_s s"
 sleep 2 # let the last member's boot finish its work
 
@@ -315,7 +308,7 @@ for ((i = 0; i < warm_k; i++)); do
 	pids+=($!)
 done
 wait "${pids[@]}"
-t_claimed=$(ms)
+t_claimed=$(now_ms)
 claim_ms=()
 claimed=()
 nwarm=0
@@ -340,11 +333,11 @@ while :; do
 	starting=$(jq '.warm[0].starting // 0' <<<"$cap" 2>/dev/null || echo 0)
 	note_mine
 	((ready >= warm_k && starting == 0)) && break
-	(($(ms) - t_claimed < warm_k * 240000)) || die "warm pool not refilled after $((warm_k * 240)) s: $cap"
+	(($(now_ms) - t_claimed < warm_k * 240000)) || die "warm pool not refilled after $((warm_k * 240)) s: $cap"
 	kill -0 "$node_pid" 2>/dev/null || die "cloche-node died (log: $work/node.log)"
 	sleep 0.5
 done
-refill_ms=$(($(ms) - t_claimed))
+refill_ms=$(($(now_ms) - t_claimed))
 if [[ $hold_claimed == 1 ]]; then
 	for id in "${claimed[@]}"; do destroy "$id" >/dev/null & dpids+=($!); done
 fi
