@@ -9,24 +9,20 @@
 //        [--page file:///opt/cloche/share/test/form.html] [--origin http://127.0.0.1]
 //   node mcp-browser-test.mjs --url ... --bench N [--out FILE.json]
 //        (only times N browser_snapshot round trips, writes p50/p99)
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { writeFileSync } from 'node:fs';
+import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const args = parseArgs();
 const page = args.page || 'file:///opt/cloche/share/test/form.html';
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name, why) => { console.log(`not ok - ${name}${why ? ` (${why})` : ''}`); failed++; };
-const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
-const text = (r) => (r?.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+const ok = (name) => tap.ok(name);
+const notOk = (name, why) => tap.notOk(name, why);
+const check = (cond, name, why) => tap.check(cond, name, why);
+const text = (r) => (r ? textOf(r) : '');
 const short = (s) => JSON.stringify(String(s).slice(0, 300));
 
-const client = new Client({ name: 'cloche-mcp-browser-test', version: '1.0.0' });
 // --origin sends an Origin header, as a browser-based client would.
-const requestInit = args.origin ? { headers: { Origin: args.origin } } : undefined;
-await client.connect(new StreamableHTTPClientTransport(new URL(args.url), { requestInit }));
+const client = await connect(args.url, 'cloche-mcp-browser-test',
+  { headers: args.origin ? { Origin: args.origin } : undefined });
 const call = (name, a = {}) => client.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
 
 if (args.bench) {
@@ -176,4 +172,4 @@ try {
   notOk('the end-to-end run finished', e.stack || String(e));
 }
 await client.close();
-process.exit(failed ? 1 : 0);
+process.exit(tap.failed ? 1 : 0);

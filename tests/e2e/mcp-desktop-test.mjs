@@ -15,24 +15,21 @@
 // reads the exact text back from the page).  --bench N: only time N calls
 // of the computer tool (default {"action":"screenshot"}) after 3 warm-up
 // calls and print {"p50_ms","p90_ms","p99_ms","mean_ms",...} as JSON.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { writeFileSync } from 'node:fs';
 import { frameStats, looksLikeDesktop } from './lib/frame.mjs';
+import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
 import { decodePng } from './lib/png.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name, why) => { console.log(`not ok - ${name}`); if (why) console.log(`#   ${why}`); failed++; };
-const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
+const args = parseArgs();
+const ok = (name) => tap.ok(name);
+const notOk = (name, why) => tap.notOk(name, why);
+const check = (cond, name, why) => tap.check(cond, name, why);
 const W = Number(args.width || 1280);
 const H = Number(args.height || 800);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const images = (res) => (res.content || []).filter((c) => c.type === 'image');
-const texts = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+const texts = textOf;
 let shots = 0;
 function png(res) {
   const img = images(res)[0];
@@ -53,15 +50,14 @@ function diff(a, b, box) {
   return n;
 }
 
-const client = new Client({ name: 'cloche-mcp-desktop-test', version: '1.0.0' });
-const transport = new StreamableHTTPClientTransport(new URL(args.url));
+let client;
 const call = (name, a = {}) => client.callTool({ name, arguments: a });
 // Resolves to the JSON-RPC error (code, message) of a call that must fail.
 const refused = (name, a) => call(name, a).then((res) => ({ res }), (err) => ({ code: err.code, message: String(err.message) }));
 const computer = (a) => call('computer', a);
 
 try {
-  await client.connect(transport);
+  client = await connect(args.url, 'cloche-mcp-desktop-test');
 
   if (args.bench) {
     const n = Number(args.bench); const ms = []; let bytes = 0;
@@ -92,7 +88,7 @@ try {
     const t0 = performance.now();
     const res = await call('type', { text: args.type });
     check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}" (${Math.round(performance.now() - t0)} ms with its screenshot)`);
-    process.exit(failed ? 1 : 0);
+    process.exit(tap.failed ? 1 : 0);
   }
 
   const { tools } = await client.listTools();
@@ -192,4 +188,4 @@ try {
 } finally {
   await client.close().catch(() => {});
 }
-process.exit(failed ? 1 : 0);
+process.exit(tap.failed ? 1 : 0);

@@ -30,10 +30,13 @@ export const tap = {
   },
 };
 
-// Connects the SDK client.  Returns the Client (close it with close()).
-export async function connect(url, name = 'cloche-e2e') {
+// Connects the SDK client.  headers: extra HTTP headers on every request
+// (e.g. an Origin, as a browser-based client sends).  Returns the Client
+// (close it with close()).
+export async function connect(url, name = 'cloche-e2e', { headers } = {}) {
   const client = new Client({ name, version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const requestInit = headers ? { headers } : undefined;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
   await client.connect(transport);
   return client;
 }
