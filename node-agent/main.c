@@ -3,6 +3,7 @@
  * through deferred responses posted back to the loop.  SIGTERM stops serving
  * and leaves the sandboxes running: the next start re-adopts them. */
 #include "node-agent/na_btrfs.h"
+#include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_sandbox.h"
 
@@ -41,6 +42,8 @@ static const struct cfg_opt opts[] = {
 	{"port", CFG_INT, "7070", "port of the node API"},
 	{"credential-file", CFG_STR, NULL, "file holding the node credential (bearer token)"},
 	{"runsc-root", CFG_STR, "/run/cloche/runsc", "runsc --root"},
+	{"connect-socket", CFG_STR, "/run/cloche/node.sock",
+	 "unix socket of the port-connect path (cloche-node connect ID PORT)"},
 	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
@@ -411,6 +414,28 @@ static void die(const char *what, const struct err *e)
 	exit(1);
 }
 
+/* `cloche-node connect ID PORT`: a connection to a port inside a sandbox
+ * through the running agent, relayed to stdin/stdout (like nc). */
+static int connect_command(const char *sock, char *const *args, size_t n)
+{
+	struct err e = ERR_INIT;
+	char *end;
+	long port;
+	AUTOCLOSE int fd = -1;
+
+	port = n == 3 ? strtol(args[2], &end, 10) : 0;
+	if (n != 3 || *end || port < 1 || port > 65535) {
+		fprintf(stderr, "usage: cloche-node [--connect-socket PATH] connect ID PORT\n");
+		return 2;
+	}
+	fd = na_connect_request(sock, args[1], (int)port, &e);
+	if (fd == -1 || na_connect_relay_stdio(fd, &e) == -1) {
+		fprintf(stderr, "cloche-node connect: %s\n", e.msg);
+		return 1;
+	}
+	return 0;
+}
+
 static void read_credential(struct agent *a, const char *path)
 {
 	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -444,6 +469,8 @@ int main(int argc, char **argv)
 	struct na_node_opts no;
 	sigset_t mask;
 	int lvl, sfd, rc;
+	size_t nargs = 0;
+	struct na_connect *conn;
 
 	memset(&a, 0, sizeof(a));
 	log_init("cloche-node", LOG_INFO, 2);
@@ -462,6 +489,16 @@ int main(int argc, char **argv)
 		die("bad configuration", &e);
 	}
 	log_init("cloche-node", (enum log_level)lvl, 2);
+	if (cfg_args(c, &nargs)[0]) {
+		if (strcmp(cfg_args(c, NULL)[0], "connect") == 0) {
+			rc = connect_command(cfg_str(c, "connect-socket"), cfg_args(c, NULL), nargs);
+			cfg_free(c);
+			return rc;
+		}
+		err_set(&e, 0, "unknown command `%s` (the only one is `connect ID PORT`)",
+			cfg_args(c, NULL)[0]);
+		die("bad configuration", &e);
+	}
 	if (!cfg_str(c, "credential-file")) {
 		err_set(&e, 0, "--credential-file is required");
 		die("bad configuration", &e);
@@ -497,6 +534,9 @@ int main(int argc, char **argv)
 	if (!a.node)
 		die("bad configuration", &e);
 	na_node_adopt(a.node);
+	conn = na_connect_start(a.node, cfg_str(c, "connect-socket"), &e);
+	if (!conn)
+		die("cannot start", &e);
 
 	ho.listen = cfg_str(c, "listen");
 	ho.port = (int)cfg_int(c, "port");
@@ -522,6 +562,7 @@ int main(int argc, char **argv)
 		 no.pool);
 	rc = hsrv_run(a.srv);
 	hsrv_free(a.srv);
+	na_connect_stop(conn);
 	if (na_node_keeper_stop(a.node)) {
 		na_node_free(a.node);
 		na_egress_free(a.egress);

@@ -972,6 +972,18 @@ static json_t *sb_json(const struct na_sb *s)
 	return j;
 }
 
+bool na_node_state(struct na_node *n, const char *id, char *out, size_t len)
+{
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = find_locked(n, id);
+	if (s)
+		snprintf(out, len, "%s", s->state);
+	pthread_mutex_unlock(&n->mu);
+	return s != NULL;
+}
+
 json_t *na_node_get_json(struct na_node *n, const char *id)
 {
 	json_t *j = NULL;

@@ -91,6 +91,9 @@ int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, 
 int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
 			    struct err *e);
 
+/* The state of sandbox id ("ready", ...) into out; false when unknown. */
+bool na_node_state(struct na_node *n, const char *id, char *out, size_t len);
+
 /* JSON views (new references, NULL when absent). */
 json_t *na_node_get_json(struct na_node *n, const char *id);
 json_t *na_node_list_json(struct na_node *n);

@@ -5,6 +5,9 @@
 # policy it asked for) and the pool refills; a create with an id is cold;
 # after kill -9 and a restart the members are still members; a dead member
 # is replaced; SIGTERM while refilling exits promptly and cleanly.
+# The agent's threads (keeper, egress, workers) all run here, so this test
+# also runs with the agent built with ASan+UBSan.
+# sanitize: yes
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

@@ -50,7 +50,7 @@ serves_vnc_and_mcp() {
 mkdir -p "$img_pool"
 img_port=$(free_port)
 "$NODE_BIN" --port "$img_port" --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
-	--pool-image-size 2 --runsc-root "$work/runsc" >"$work/img-node.log" 2>&1 &
+	--pool-image-size 2 --runsc-root "$work/runsc" --connect-socket "$work/img.sock" >"$work/img-node.log" 2>&1 &
 img_pid=$!
 for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node.log" && break; sleep 0.1; done
 pool_made() {
@@ -60,7 +60,7 @@ pool_made() {
 }
 check "on first start the agent creates, formats and mounts a btrfs pool image" pool_made
 "$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --runsc-root "$work/runsc" \
-	>"$work/img-second.log" 2>&1
+	--connect-socket "$work/img2.sock" >"$work/img-second.log" 2>&1
 check "a second agent on the same pool refuses to start" grep -q "another cloche-node (pid $img_pid)" "$work/img-second.log"
 
 # Importing a template from a btrfs send stream (made here from a tiny
@@ -103,7 +103,7 @@ check "failed imports leave nothing in templates/" \
 kill -TERM "$img_pid"; wait "$img_pid"
 umount "$img_pool"
 "$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
-	--pool-image-size 2 --runsc-root "$work/runsc" >"$work/img-node2.log" 2>&1 &
+	--pool-image-size 2 --runsc-root "$work/runsc" --connect-socket "$work/img.sock" >"$work/img-node2.log" 2>&1 &
 img_pid=$!
 for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node2.log" && break; sleep 0.1; done
 check "the next start mounts the existing image again" \
@@ -112,7 +112,7 @@ kill -TERM "$img_pid"; wait "$img_pid"
 umount "$img_pool"
 touch "$img_pool/precious"
 "$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
-	--runsc-root "$work/runsc" >"$work/img-node3.log" 2>&1
+	--runsc-root "$work/runsc" --connect-socket "$work/img.sock" >"$work/img-node3.log" 2>&1
 rc=$?
 check "a non-empty, non-btrfs pool directory is refused (exit $rc), not hidden by a mount" \
 	bash -c "[[ $rc != 0 && -e '$img_pool/precious' ]] && grep -q 'not empty' '$work/img-node3.log'"
@@ -142,6 +142,26 @@ listed() {
 }
 check "GET /v1/sandboxes lists it" listed "$id"
 check "its health answers 200 from its router netns" test "$(sb_health_code "$id")" = 200
+
+# The port-connect path (what cloche-proxy uses): a socket into the sandbox,
+# handed over a unix socket.
+out=$(printf 'GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n' | timeout 10 node_connect "$id" 8080)
+check "port-connect: an HTTP request through it reaches the sandbox's health" \
+	grep -q "^HTTP/1.[01] 200" <<<"$out"
+out=$(timeout 10 node_connect "$id" 5900 </dev/null | head -c 12)
+check "port-connect: VNC answers with its RFB banner" test "$out" = "RFB 003.008"
+out=$(timeout 10 node_connect "$pre-never" 8080 </dev/null 2>&1)
+rc=$?
+check "port-connect to an unknown sandbox: exit 1, says 404-like no such sandbox" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'no such sandbox' <<<'$out'"
+out=$(timeout 20 node_connect "$id" 9 </dev/null 2>&1)
+rc=$?
+check "port-connect to a closed port: exit 1 with the connect error" \
+	bash -c "[[ $rc == 1 ]] && grep -qi 'refused' <<<'$out'"
+out=$(timeout 10 runuser -u nobody -- "$NODE_BIN" --connect-socket "$NODE_WORK/node.sock" connect "$id" 8080 </dev/null 2>&1)
+rc=$?
+check "port-connect is refused to a non-root user" bash -c "[[ $rc != 0 ]]"
+check "the connect socket is mode 0600" test "$(stat -c %a "$NODE_WORK/node.sock")" = 600
 check "the rootfs is a btrfs snapshot" quiet btrfs subvolume show "$CLOCHE_POOL/sandboxes/$id/rootfs"
 check "meta.json is there" quiet jq -e ".id == \"$id\"" "$CLOCHE_POOL/sandboxes/$id/meta.json"
 # 1024 MiB for the sandbox plus the reserve for gVisor (192 + 1024/8 MiB).

@@ -5,7 +5,7 @@
 # node_cleanup (call it from the EXIT trap) kills it and removes every
 # sandbox, netns and directory whose id starts with the prefix.
 
-NODE_BIN=${CLOCHE_BUILD:-build}/bin/cloche-node
+NODE_BIN=${CLOCHE_BUILD:-${BUILD:-build}}/bin/cloche-node
 node_pid=
 
 node_setup() {
@@ -21,7 +21,8 @@ node_setup() {
 # for /healthz.
 node_start() {
 	"$NODE_BIN" --port "$NODE_PORT" --credential-file "$NODE_WORK/cred" --pool "$CLOCHE_POOL" \
-		--runsc-root "$CLOCHE_RUNSC_ROOT" "$@" >>"$NODE_WORK/node.log" 2>&1 &
+		--runsc-root "$CLOCHE_RUNSC_ROOT" --connect-socket "$NODE_WORK/node.sock" "$@" \
+		>>"$NODE_WORK/node.log" 2>&1 &
 	node_pid=$!
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -40,6 +41,11 @@ node_stop() {
 	wait "$node_pid" 2>/dev/null || rc=$?
 	node_pid=
 	return "$rc"
+}
+
+# node_connect ID PORT: the port-connect path, stdin/stdout relayed.
+node_connect() {
+	"$NODE_BIN" --connect-socket "$NODE_WORK/node.sock" connect "$@"
 }
 
 # api METHOD PATH [BODY]: prints "<status> <body>".

@@ -1,0 +1,347 @@
+/* The port-connect path over a unix socket; see na_connect.h.  One accept
+ * thread; each request is answered on a short-lived thread of its own, since
+ * a connect into a sandbox may take seconds. */
+#include "node-agent/na_connect.h"
+#include "node-agent/na_netns.h"
+#include "node-agent/na_sandbox.h"
+
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CONNECT_TIMEOUT_MS 5000
+#define REQUEST_TIMEOUT_MS 5000
+#define MAX_LINE 128
+
+struct na_connect {
+	struct na_node *node;
+	char path[108];
+	int lfd;
+	int stopfd[2];
+	pthread_t th;
+};
+
+struct req {
+	struct na_connect *c;
+	int fd;
+};
+
+/* Reads one line (without the newline) within the request timeout.  0 or -1. */
+static int read_line(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	uint64_t deadline = util_now_ms() + REQUEST_TIMEOUT_MS;
+
+	while (got < cap - 1) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		uint64_t now = util_now_ms();
+		ssize_t r;
+
+		if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0)
+			return -1;
+		r = read(fd, buf + got, 1);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (buf[got] == '\n') {
+			buf[got] = '\0';
+			return 0;
+		}
+		got++;
+	}
+	return -1;
+}
+
+static void answer(int fd, int status, const char *msg)
+{
+	char line[320];
+	int n = snprintf(line, sizeof(line), "ERR %d %s\n", status, msg);
+
+	if (n > 0)
+		(void)send(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1,
+			   MSG_NOSIGNAL);
+}
+
+/* Sends "OK\n" with sock attached.  0 or -1. */
+static int send_fd(int fd, int sock)
+{
+	char data[] = "OK\n";
+	struct iovec iov = {.iov_base = data, .iov_len = 3};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &sock, sizeof(int));
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == 3 ? 0 : -1;
+}
+
+static void serve(struct na_connect *c, int fd)
+{
+	char line[MAX_LINE], id[40], state[16], extra;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct err e = ERR_INIT;
+	AUTOCLOSE int sock = -1;
+	int port;
+	uint64_t t0 = util_now_ms();
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1 ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		answer(fd, 403, "only root may connect into sandboxes");
+		return;
+	}
+	if (read_line(fd, line, sizeof(line)) == -1 ||
+	    sscanf(line, "CONNECT %39s %d %c", id, &port, &extra) != 2) {
+		answer(fd, 400, "send one line: CONNECT <id> <port>");
+		return;
+	}
+	if (port < 1 || port > 65535 || !na_valid_id(id)) {
+		answer(fd, 400, "bad sandbox id or port");
+		return;
+	}
+	if (!na_node_state(c->node, id, state, sizeof(state))) {
+		answer(fd, 404, "no such sandbox");
+		return;
+	}
+	if (strcmp(state, "ready") != 0) {
+		snprintf(line, sizeof(line), "sandbox is %s", state);
+		answer(fd, 409, line);
+		return;
+	}
+	sock = na_netns_connect(id, port, CONNECT_TIMEOUT_MS, &e);
+	if (sock == -1) {
+		answer(fd, e.code == ETIMEDOUT ? 504 : 502, e.msg);
+		log_info("port connect failed", "{s:s, s:i, s:i, s:s}", "id", id, "port", port,
+			 "pid", (int)cred.pid, "error", e.msg);
+		return;
+	}
+	if (send_fd(fd, sock) == -1)
+		return;
+	log_debug("port connect", "{s:s, s:i, s:i, s:I}", "id", id, "port", port, "pid",
+		  (int)cred.pid, "ms", (json_int_t)(util_now_ms() - t0));
+}
+
+static void *req_thread(void *arg)
+{
+	struct req *r = arg;
+
+	serve(r->c, r->fd);
+	close(r->fd);
+	free(r);
+	return NULL;
+}
+
+static void *accept_thread(void *arg)
+{
+	struct na_connect *c = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = c->lfd, .events = POLLIN},
+				      {.fd = c->stopfd[0], .events = POLLIN}};
+		pthread_attr_t attr;
+		pthread_t th;
+		struct req *r;
+		int fd;
+
+		if (poll(p, 2, -1) == -1 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd == -1)
+			continue;
+		r = malloc(sizeof(*r));
+		if (!r) {
+			close(fd);
+			continue;
+		}
+		r->c = c;
+		r->fd = fd;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		if (pthread_create(&th, &attr, req_thread, r) != 0) {
+			answer(fd, 503, "busy");
+			close(fd);
+			free(r);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+struct na_connect *na_connect_start(struct na_node *n, const char *path, struct err *e)
+{
+	struct na_connect *c = calloc(1, sizeof(*c));
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	mode_t old;
+	int r;
+
+	if (!c) {
+		err_set(e, ENOMEM, "connect socket");
+		return NULL;
+	}
+	c->node = n;
+	c->lfd = -1;
+	c->stopfd[0] = c->stopfd[1] = -1;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		err_set(e, 0, "--connect-socket `%s` is too long", path);
+		goto fail;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->lfd == -1 || pipe2(c->stopfd, O_CLOEXEC) == -1) {
+		err_set(e, errno, "connect socket");
+		goto fail;
+	}
+	/* A live socket there belongs to another agent: do not steal it. */
+	if (connect(c->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		err_set(e, 0, "`%s` is served by another process (another cloche-node?)", path);
+		goto fail;
+	}
+	close(c->lfd);
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->lfd == -1) {
+		err_set(e, errno, "connect socket");
+		goto fail;
+	}
+	unlink(path);
+	old = umask(0177); /* the socket file is 0600 from the start */
+	r = bind(c->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r == -1 || listen(c->lfd, 64) == -1) {
+		err_set(e, errno, "listen on `%s`", path);
+		goto fail;
+	}
+	r = pthread_create(&c->th, NULL, accept_thread, c);
+	if (r != 0) {
+		err_set(e, r, "connect socket thread");
+		unlink(path);
+		goto fail;
+	}
+	return c;
+fail:
+	if (c->lfd != -1)
+		close(c->lfd);
+	if (c->stopfd[0] != -1) {
+		close(c->stopfd[0]);
+		close(c->stopfd[1]);
+	}
+	free(c);
+	return NULL;
+}
+
+void na_connect_stop(struct na_connect *c)
+{
+	if (!c)
+		return;
+	if (write(c->stopfd[1], "x", 1) == 1)
+		pthread_join(c->th, NULL);
+	close(c->lfd);
+	close(c->stopfd[0]);
+	close(c->stopfd[1]);
+	unlink(c->path);
+	free(c);
+}
+
+int na_connect_request(const char *path, const char *id, int port, struct err *e)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	AUTOCLOSE int fd = -1;
+	char line[320], buf[320];
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			    .msg_controllen = sizeof(u.b)};
+	struct cmsghdr *cm;
+	ssize_t n;
+	int sock = -1, status = 0, len;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return err_set(e, 0, "socket path `%s` is too long", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		return err_set(e, errno, "connect to cloche-node at `%s`", path);
+	len = snprintf(line, sizeof(line), "CONNECT %s %d\n", id, port);
+	if (len < 0 || (size_t)len >= sizeof(line) || util_write_all(fd, line, (size_t)len) == -1)
+		return err_set(e, errno, "send request");
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return err_set(e, n == 0 ? 0 : errno, "no answer from cloche-node");
+	buf[n] = '\0';
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&sock, CMSG_DATA(cm), sizeof(int));
+	if (strncmp(buf, "OK\n", 3) == 0 && sock != -1)
+		return sock;
+	if (sock != -1)
+		close(sock);
+	buf[strcspn(buf, "\n")] = '\0';
+	if (sscanf(buf, "ERR %d", &status) == 1 && strlen(buf) > 8)
+		return err_http(e, status, "%s", buf + 8);
+	return err_set(e, 0, "unexpected answer `%.60s`", buf);
+}
+
+int na_connect_relay_stdio(int fd, struct err *e)
+{
+	char buf[16384];
+	bool in_open = true, out_open = true;
+
+	while (out_open) {
+		struct pollfd p[2] = {{.fd = in_open ? 0 : -1, .events = POLLIN},
+				      {.fd = out_open ? fd : -1, .events = POLLIN}};
+		ssize_t n;
+
+		if (poll(p, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			return err_set(e, errno, "poll");
+		}
+		if (p[0].revents) {
+			n = read(0, buf, sizeof(buf));
+			if (n <= 0) {
+				in_open = false;
+				shutdown(fd, SHUT_WR);
+			} else if (util_write_all(fd, buf, (size_t)n) == -1) {
+				return err_set(e, errno, "send");
+			}
+		}
+		if (p[1].revents) {
+			n = read(fd, buf, sizeof(buf));
+			if (n <= 0)
+				out_open = false;
+			else if (util_write_all(1, buf, (size_t)n) == -1)
+				return err_set(e, errno, "write stdout");
+		}
+	}
+	return 0;
+}
