@@ -2,7 +2,7 @@
  * that teardown() knows how to remove even when later steps never ran, so
  * rollback after a failure and destroy are the same function, and so is the
  * clean-up of half-made sandboxes found at start-up. */
-#include "node-agent/na_sandbox.h"
+#include "node-agent/na_node.h"
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_netns.h"
@@ -32,47 +32,7 @@
 #define NA_STOP_WAIT_MS 8000
 #define NA_HEALTH_PORT 8080
 
-#define NA_WARM_MAX 16
-#define NA_WARM_RETRY_MAX_MS 300000
-
-static const struct na_limits default_limits = {2048, 1, 1024};
-
-struct na_sb {
-	char id[32];
-	char template[256]; /* name@digest */
-	char state[16];     /* starting, ready, stopping, failed */
-	char created_at[40];
-	struct na_limits lim;
-	struct na_egress_policy egress;
-	bool pooled;        /* an unclaimed warm pool member */
-	bool claimed;       /* was a warm pool member, now someone's */
-	long long boot_ms;  /* create to ready; -1 when adopted */
-	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
-	char reason[160];   /* why it is "failed" */
-	struct na_sb *next;
-};
-
-/* One warm pool: keep `target` ready, unclaimed members of template `name`. */
-struct na_warm {
-	char name[128];
-	int target;
-	int failures;      /* creates failed in a row */
-	uint64_t retry_at; /* no new create before this (monotonic ms) */
-};
-
-struct na_node {
-	char pool[1024];
-	char runsc_root[1024];
-	char template_name[128];
-	struct na_egress *egress;
-	pthread_mutex_t mu;
-	pthread_cond_t wake;
-	struct na_sb *list;
-	struct na_warm warm[NA_WARM_MAX];
-	int nwarm;
-	bool warm_running, warm_stop;
-	pthread_t warm_th;
-};
+const struct na_limits na_default_limits = {2048, 1, 1024};
 
 bool na_valid_id(const char *id)
 {
@@ -88,25 +48,12 @@ bool na_valid_id(const char *id)
 	return true;
 }
 
-static bool valid_template(const char *t)
-{
-	if (!*t || *t == '.' || strlen(t) > 200)
-		return false;
-	for (; *t; t++) {
-		char c = *t;
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-		      c == '.' || c == '@'))
-			return false;
-	}
-	return true;
-}
-
-static void sb_dir(const struct na_node *n, const char *id, char *out, size_t len)
+void na_sb_dir(const struct na_node *n, const char *id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/sandboxes/%s", n->pool, id);
 }
 
-static struct na_sb *find_locked(struct na_node *n, const char *id)
+struct na_sb *na_find_locked(struct na_node *n, const char *id)
 {
 	for (struct na_sb *s = n->list; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
@@ -131,46 +78,13 @@ static void set_state(struct na_node *n, const char *id, const char *state, long
 	struct na_sb *s;
 
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s) {
 		snprintf(s->state, sizeof(s->state), "%s", state);
 		if (boot_ms >= 0)
 			s->boot_ms = boot_ms;
 	}
 	pthread_mutex_unlock(&n->mu);
-}
-
-/* "desktop=2,other=1" into n->warm.  -1 with e when malformed. */
-static int parse_warm(struct na_node *n, const char *spec, struct err *e)
-{
-	char buf[1024], *save = NULL, *tok;
-
-	if (!spec || !*spec)
-		return 0;
-	if (strlen(spec) >= sizeof(buf))
-		return err_set(e, 0, "--warm-pool: too long");
-	snprintf(buf, sizeof(buf), "%s", spec);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *end = NULL;
-		long v;
-
-		if (!eq)
-			return err_set(e, 0, "--warm-pool: `%s` is not name=count", tok);
-		*eq = '\0';
-		v = strtol(eq + 1, &end, 10);
-		if (!valid_template(tok) || strchr(tok, '@') || strlen(tok) >= sizeof(n->warm[0].name))
-			return err_set(e, 0, "--warm-pool: `%s` is not a template name", tok);
-		if (end == eq + 1 || *end || v < 0 || v > 1000)
-			return err_set(e, 0, "--warm-pool: count of `%s` must be 0..1000", tok);
-		if (n->nwarm == NA_WARM_MAX)
-			return err_set(e, 0, "--warm-pool: at most %d templates", NA_WARM_MAX);
-		for (int i = 0; i < n->nwarm; i++)
-			if (strcmp(n->warm[i].name, tok) == 0)
-				return err_set(e, 0, "--warm-pool: `%s` given twice", tok);
-		snprintf(n->warm[n->nwarm].name, sizeof(n->warm[0].name), "%s", tok);
-		n->warm[n->nwarm++].target = (int)v;
-	}
-	return 0;
 }
 
 struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
@@ -188,7 +102,7 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	n->egress = o->egress;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->wake, NULL);
-	if (parse_warm(n, o->warm, e) == -1) {
+	if (na_parse_warm(n, o->warm, e) == -1) {
 		na_node_free(n);
 		return NULL;
 	}
@@ -229,147 +143,7 @@ void na_node_free(struct na_node *n)
 	free(n);
 }
 
-/* Resolves a template name to name@digest: an exact name@digest, or the
- * newest (by mtime) read-only subvolume templates/<name>@*.  Writes the
- * resolved name into out.  0 or -1 with 404. */
-static int resolve_template(const struct na_node *n, const char *name, char *out, size_t len,
-			    struct err *e)
-{
-	char dir[1100], path[1400];
-	DIR *d;
-	struct dirent *de;
-	size_t nl = strlen(name);
-	time_t best = 0;
-	struct stat st;
-
-	if (!valid_template(name))
-		return err_http(e, 400, "`template`: `%s` is not a template name", name);
-	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
-	if (strchr(name, '@')) {
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		if (!na_btrfs_is_readonly(path))
-			return err_http(e, 404, "no template `%s`", name);
-		snprintf(out, len, "%s", name);
-		return 0;
-	}
-	d = opendir(dir);
-	if (!d)
-		return err_http(e, 404, "no template `%s` (%s: %s)", name, dir, strerror(errno));
-	out[0] = '\0';
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, name, nl) != 0 || de->d_name[nl] != '@')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!na_btrfs_is_readonly(path) || stat(path, &st) == -1)
-			continue;
-		if (!out[0] || st.st_mtime > best) {
-			best = st.st_mtime;
-			snprintf(out, len, "%s", de->d_name);
-		}
-	}
-	closedir(d);
-	if (!out[0])
-		return err_http(e, 404, "no template `%s`", name);
-	return 0;
-}
-
-json_t *na_node_templates_json(struct na_node *n)
-{
-	char dir[1100], path[1400], when[40];
-	json_t *arr = json_array();
-	DIR *d;
-	struct dirent *de;
-	struct stat st;
-
-	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
-	d = opendir(dir);
-	while (d && arr && (de = readdir(d)) != NULL) {
-		const char *at = strchr(de->d_name, '@');
-		int users = 0;
-		struct tm tm;
-
-		if (de->d_name[0] == '.' || !at || !valid_template(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!na_btrfs_is_readonly(path) || stat(path, &st) == -1)
-			continue;
-		gmtime_r(&st.st_mtime, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		pthread_mutex_lock(&n->mu);
-		for (struct na_sb *s = n->list; s; s = s->next)
-			users += strcmp(s->template, de->d_name) == 0;
-		pthread_mutex_unlock(&n->mu);
-		json_array_append_new(arr, json_pack("{s:s, s:s%, s:s, s:s, s:i}", "template",
-						     de->d_name, "name", de->d_name,
-						     (int)(at - de->d_name), "digest", at + 1,
-						     "created_at", when, "sandboxes", users));
-	}
-	if (d)
-		closedir(d);
-	return json_pack("{s:o}", "templates", arr);
-}
-
-int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
-			    struct err *e)
-{
-	char name[256], dir[1100], path[1400];
-	struct stat st;
-
-	if (file[0] != '/' || stat(file, &st) == -1 || !S_ISREG(st.st_mode))
-		return err_http(e, 400, "`import`: `%s` is not a readable file (absolute path)",
-				file);
-	if (na_btrfs_stream_name(file, name, sizeof(name), e) == -1) {
-		e->http_status = 400;
-		return -1;
-	}
-	if (!valid_template(name) || !strchr(name, '@') || name[0] == '@')
-		return err_http(e, 400, "the stream holds `%s`, not a template (name@digest)", name);
-	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (lstat(path, &st) == 0)
-		return err_http(e, 409, "template `%s` already exists", name);
-	/* Received in place: until the stream is complete the subvolume is
-	 * writable, and writable subvolumes are not templates to creates. */
-	if (na_btrfs_receive(file, dir, e) == -1 || !na_btrfs_is_readonly(path)) {
-		if (!e->msg[0])
-			err_set(e, 0, "`%s` did not arrive as a read-only subvolume", name);
-		if (na_btrfs_delete(path, NULL) == -1 && lstat(path, &st) == 0)
-			log_error("cannot remove a failed import", "{s:s}", "path", path);
-		e->http_status = 400;
-		return -1;
-	}
-	snprintf(name_out, len, "%s", name);
-	log_info("template imported", "{s:s, s:s}", "template", name, "from", file);
-	return 0;
-}
-
-/* Removes what an import interrupted by a crash left: a name@digest
- * subvolume in templates/ that never became read-only. */
-static void sweep_imports(struct na_node *n)
-{
-	char dir[1100], path[1400];
-	DIR *d;
-	struct dirent *de;
-	struct err e = ERR_INIT;
-
-	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
-	d = opendir(dir);
-	while (d && (de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || !strchr(de->d_name, '@'))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!na_btrfs_is_subvolume(path) || na_btrfs_is_readonly(path))
-			continue;
-		log_warn("removing an unfinished template import", "{s:s}", "template", de->d_name);
-		if (na_btrfs_delete(path, &e) == -1)
-			log_error("cannot remove it", "{s:s, s:s}", "template", de->d_name, "error",
-				  e.msg);
-	}
-	if (d)
-		closedir(d);
-}
-
-static void random_id(char *out, size_t len)
+void na_random_id(char *out, size_t len)
 {
 	unsigned char r[5] = {0};
 	AUTOCLOSE int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -383,7 +157,7 @@ static void random_id(char *out, size_t len)
 
 /* Registers id in state "starting".  Caller holds n->mu.  409 when the id
  * is taken in memory or on disk. */
-static int reserve_locked(struct na_node *n, const char *id, const char *tpl,
+int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 			  const struct na_limits *lim, const struct na_egress_policy *pol,
 			  bool pooled, struct err *e)
 {
@@ -391,8 +165,8 @@ static int reserve_locked(struct na_node *n, const char *id, const char *tpl,
 	struct na_sb *s;
 	struct stat st;
 
-	sb_dir(n, id, dir, sizeof(dir));
-	if (find_locked(n, id) || stat(dir, &st) == 0)
+	na_sb_dir(n, id, dir, sizeof(dir));
+	if (na_find_locked(n, id) || stat(dir, &st) == 0)
 		return err_http(e, 409, "sandbox `%s` already exists", id);
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -460,7 +234,7 @@ static int claim(struct na_node *n, const char *tpl, const struct na_egress_poli
 		struct na_egress_policy none = {0};
 		apply_egress(n, copy.id, &none, NULL);
 		pthread_mutex_lock(&n->mu);
-		s = find_locked(n, copy.id);
+		s = na_find_locked(n, copy.id);
 		if (s) {
 			s->pooled = true;
 			snprintf(s->state, sizeof(s->state), "ready");
@@ -469,7 +243,7 @@ static int claim(struct na_node *n, const char *tpl, const struct na_egress_poli
 		return -1;
 	}
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, copy.id);
+	s = na_find_locked(n, copy.id);
 	if (s) {
 		s->egress = *pol;
 		s->claimed = true;
@@ -499,12 +273,12 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		return err_http(e, 400, "the body must be a JSON object");
 	if (cj_get_str(req, "id", NULL, &id, e) == -1 ||
 	    cj_get_str(req, "template", n->template_name, &tname, e) == -1 ||
-	    cj_get_int(req, "memory_mb", default_limits.memory_mb, &mem, e) == -1 ||
-	    cj_get_int(req, "pids", default_limits.pids, &pids, e) == -1)
+	    cj_get_int(req, "memory_mb", na_default_limits.memory_mb, &mem, e) == -1 ||
+	    cj_get_int(req, "pids", na_default_limits.pids, &pids, e) == -1)
 		return -1;
 	cpus_v = json_object_get(req, "cpus");
 	if (!cpus_v || json_is_null(cpus_v)) {
-		cpus = default_limits.cpus;
+		cpus = na_default_limits.cpus;
 	} else if (json_is_number(cpus_v)) {
 		cpus = json_number_value(cpus_v);
 	} else {
@@ -520,14 +294,14 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		return err_http(e, 400, "`id`: `%s` is not valid (1-31 of a-z, 0-9 and -)", id);
 	if (na_egress_policy_parse(json_object_get(req, "egress"), &pol, e) == -1)
 		return -1;
-	if (resolve_template(n, tname, tpl, sizeof(tpl), e) == -1)
+	if (na_resolve_template(n, tname, tpl, sizeof(tpl), e) == -1)
 		return -1;
 	lim.memory_mb = mem;
 	lim.cpus = cpus;
 	lim.pids = pids;
 	/* Warm members have the default limits and a node-chosen id. */
-	if (!id && mem == default_limits.memory_mb && cpus == default_limits.cpus &&
-	    pids == default_limits.pids) {
+	if (!id && mem == na_default_limits.memory_mb && cpus == na_default_limits.cpus &&
+	    pids == na_default_limits.pids) {
 		rc = claim(n, tpl, &pol, id_out, e);
 		if (rc != 0) {
 			*claimed = rc == 1;
@@ -535,11 +309,11 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		}
 	}
 	if (!id) {
-		random_id(id_buf, sizeof(id_buf));
+		na_random_id(id_buf, sizeof(id_buf));
 		id = id_buf;
 	}
 	pthread_mutex_lock(&n->mu);
-	rc = reserve_locked(n, id, tpl, &lim, &pol, false, e);
+	rc = na_reserve_locked(n, id, tpl, &lim, &pol, false, e);
 	pthread_mutex_unlock(&n->mu);
 	if (rc == -1)
 		return -1;
@@ -567,7 +341,7 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 	uint64_t deadline;
 	struct stat st;
 
-	sb_dir(n, id, dir, sizeof(dir));
+	na_sb_dir(n, id, dir, sizeof(dir));
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	if (n->egress)
 		na_egress_detach(n->egress, id);
@@ -610,7 +384,7 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 
 /* Asks the sandbox's health endpoint once.  Returns the HTTP status, or 0
  * when nothing answered. */
-static int health_status(const char *id)
+int na_health_status(const char *id)
 {
 	static const char req[] = "GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n";
 	struct err e = ERR_INIT;
@@ -654,7 +428,7 @@ static int write_meta(struct na_node *n, const struct na_sb *s, struct err *e)
 
 	if (!m)
 		return err_set(e, ENOMEM, "meta.json");
-	sb_dir(n, s->id, path, sizeof(path));
+	na_sb_dir(n, s->id, path, sizeof(path));
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/meta.json");
 	return na_json_save(path, m, e);
 }
@@ -690,13 +464,13 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	int tries = 0;
 
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s)
 		copy = *s;
 	pthread_mutex_unlock(&n->mu);
 	if (!s)
 		return err_http(e, 404, "no sandbox `%s`", id);
-	sb_dir(n, id, dir, sizeof(dir));
+	na_sb_dir(n, id, dir, sizeof(dir));
 	snprintf(tpl, sizeof(tpl), "%s/templates/%s", n->pool, copy.template);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
@@ -721,7 +495,7 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 		 "prepare_ms", (json_int_t)(t_run - t0));
 	deadline = t0 + NA_READY_TIMEOUT_MS;
 	for (;;) {
-		int st = health_status(id);
+		int st = na_health_status(id);
 		if (st == 200)
 			break;
 		if (++tries % 10 == 0) {
@@ -740,7 +514,7 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 		usleep(200 * 1000);
 	}
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s)
 		s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
 	pthread_mutex_unlock(&n->mu);
@@ -773,10 +547,10 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 
 	if (!na_valid_id(id))
 		return err_http(e, 404, "no sandbox `%s`", id);
-	sb_dir(n, id, dir, sizeof(dir));
+	na_sb_dir(n, id, dir, sizeof(dir));
 	na_netns_path(id, 'R', path, sizeof(path));
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	known = s != NULL;
 	if (s && strcmp(s->state, "starting") == 0) {
 		pthread_mutex_unlock(&n->mu);
@@ -825,7 +599,7 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 	snprintf(s->state, sizeof(s->state), "ready");
 	s->boot_ms = -1;
 	s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
-	s->lim = default_limits;
+	s->lim = na_default_limits;
 	cj_get_obj(meta, "limits", &lim, NULL);
 	if (lim) {
 		if (cj_get_int(lim, "memory_mb", s->lim.memory_mb, &x, NULL) == 0)
@@ -866,9 +640,9 @@ static void sweep_orphan(const char *id, void *ud)
 
 	if (!na_valid_id(id))
 		return;
-	sb_dir(n, id, dir, sizeof(dir));
+	na_sb_dir(n, id, dir, sizeof(dir));
 	pthread_mutex_lock(&n->mu);
-	known = find_locked(n, id) != NULL;
+	known = na_find_locked(n, id) != NULL;
 	pthread_mutex_unlock(&n->mu);
 	if (known || lstat(dir, &st) == 0)
 		return;
@@ -903,7 +677,7 @@ void na_node_adopt(struct na_node *n)
 		 * known to be healthy: replace it rather than hand it out. */
 		if (meta && strcmp(state, "running") == 0 &&
 		    !(json_is_true(json_object_get(meta, "pooled")) &&
-		      health_status(de->d_name) != 200) &&
+		      na_health_status(de->d_name) != 200) &&
 		    adopt_one(n, de->d_name, meta))
 			continue;
 		log_warn("cleaning up half-made sandbox", "{s:s, s:s, s:s}", "id", de->d_name,
@@ -913,7 +687,7 @@ void na_node_adopt(struct na_node *n)
 	}
 	if (d)
 		closedir(d);
-	sweep_imports(n);
+	na_sweep_imports(n);
 	if (na_runsc_each(n->runsc_root, sweep_orphan, n, &e) == -1)
 		log_error("orphan sweep failed", "{s:s}", "error", e.msg);
 }
@@ -926,7 +700,7 @@ int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, 
 	if (na_egress_policy_parse(policy, &pol, e) == -1)
 		return -1;
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s)
 		copy = *s;
 	if (s && strcmp(s->state, "ready") == 0) {
@@ -942,7 +716,7 @@ int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, 
 	if (apply_egress(n, id, &pol, e) == -1 || write_meta(n, &copy, e) == -1) {
 		apply_egress(n, id, &old, NULL);
 		pthread_mutex_lock(&n->mu);
-		s = find_locked(n, id);
+		s = na_find_locked(n, id);
 		if (s)
 			s->egress = old;
 		pthread_mutex_unlock(&n->mu);
@@ -977,7 +751,7 @@ bool na_node_state(struct na_node *n, const char *id, char *out, size_t len)
 	struct na_sb *s;
 
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s)
 		snprintf(out, len, "%s", s->state);
 	pthread_mutex_unlock(&n->mu);
@@ -990,7 +764,7 @@ json_t *na_node_get_json(struct na_node *n, const char *id)
 	struct na_sb *s;
 
 	pthread_mutex_lock(&n->mu);
-	s = find_locked(n, id);
+	s = na_find_locked(n, id);
 	if (s)
 		j = sb_json(s);
 	pthread_mutex_unlock(&n->mu);
@@ -1026,224 +800,6 @@ static long long meminfo(const char *name)
 	fclose(f);
 	return v;
 }
-
-/* Warm members of template tpl (name@digest) counted by state.  Caller
- * holds n->mu. */
-static void warm_count_locked(struct na_node *n, const char *tpl, int *ready, int *starting)
-{
-	*ready = *starting = 0;
-	for (struct na_sb *s = n->list; s; s = s->next) {
-		if (!s->pooled || strcmp(s->template, tpl) != 0)
-			continue;
-		if (strcmp(s->state, "ready") == 0)
-			(*ready)++;
-		else if (strcmp(s->state, "starting") == 0)
-			(*starting)++;
-	}
-}
-
-/* An unclaimed, ready member of pool w whose template is not the newest
- * (resolved) one.  Caller holds n->mu. */
-static struct na_sb *warm_stale_locked(struct na_node *n, const struct na_warm *w,
-				       const char *resolved)
-{
-	size_t nl = strlen(w->name);
-
-	for (struct na_sb *s = n->list; s; s = s->next)
-		if (s->pooled && strcmp(s->state, "ready") == 0 &&
-		    strncmp(s->template, w->name, nl) == 0 && s->template[nl] == '@' &&
-		    strcmp(s->template, resolved) != 0)
-			return s;
-	return NULL;
-}
-
-/* One round of the warm thread, under n->mu (dropped around slow work).
- * Returns true when it did something (so the next round follows at once). */
-static bool warm_round_locked(struct na_node *n)
-{
-	char resolved[NA_WARM_MAX][256], id[32];
-	struct na_limits lim = default_limits;
-	struct na_egress_policy none = {0};
-	struct err e = ERR_INIT;
-	int nwarm = n->nwarm;
-
-	pthread_mutex_unlock(&n->mu);
-	for (int i = 0; i < nwarm; i++)
-		if (resolve_template(n, n->warm[i].name, resolved[i], sizeof(resolved[i]), NULL) == -1)
-			resolved[i][0] = '\0';
-	pthread_mutex_lock(&n->mu);
-	for (int i = 0; i < nwarm && !n->warm_stop; i++) {
-		struct na_warm *w = &n->warm[i];
-		struct na_sb *stale;
-		int ready, starting, rc;
-		uint64_t t0;
-
-		if (!resolved[i][0])
-			continue;
-		stale = warm_stale_locked(n, w, resolved[i]);
-		if (stale) {
-			snprintf(id, sizeof(id), "%s", stale->id);
-			pthread_mutex_unlock(&n->mu);
-			log_info("retiring warm sandbox of an older template", "{s:s, s:s}", "id", id,
-				 "template", resolved[i]);
-			if (na_node_destroy(n, id, &e) == -1)
-				log_error("cannot retire warm sandbox", "{s:s, s:s}", "id", id, "error",
-					  e.msg);
-			pthread_mutex_lock(&n->mu);
-			return true;
-		}
-		warm_count_locked(n, resolved[i], &ready, &starting);
-		if (ready + starting >= w->target || util_now_ms() < w->retry_at)
-			continue;
-		random_id(id, sizeof(id));
-		if (reserve_locked(n, id, resolved[i], &lim, &none, true, &e) == -1)
-			continue;
-		pthread_mutex_unlock(&n->mu);
-		t0 = util_now_ms();
-		rc = na_node_create_run(n, id, &e);
-		pthread_mutex_lock(&n->mu);
-		if (rc == 0) {
-			w->failures = 0;
-			w->retry_at = 0;
-			warm_count_locked(n, resolved[i], &ready, &starting);
-			log_info("warm sandbox added", "{s:s, s:s, s:I, s:i}", "id", id, "template",
-				 resolved[i], "ms", (json_int_t)(util_now_ms() - t0), "ready", ready);
-		} else {
-			uint64_t delay = 1000ull << (w->failures < 9 ? w->failures : 9);
-			w->failures++;
-			if (delay > NA_WARM_RETRY_MAX_MS)
-				delay = NA_WARM_RETRY_MAX_MS;
-			w->retry_at = util_now_ms() + delay;
-			log_error("warm pool create failed", "{s:s, s:i, s:I, s:s}", "template",
-				  resolved[i], "failures", w->failures, "retry_ms", (json_int_t)delay,
-				  "error", e.msg);
-		}
-		return true;
-	}
-	return false;
-}
-
-/* A number from a "key N" line of a cgroup file, or 0. */
-static long long cgroup_count(const char *ctl, const char *id, const char *file, const char *key)
-{
-	char path[256], line[128];
-	size_t kl = strlen(key);
-	long long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s/%s", ctl, id, file);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
-			v = strtoll(line + kl + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-/* Marks ready sandboxes whose sandbox process is gone as failed, with the
- * reason the cgroups tell.  Caller holds n->mu. */
-static void check_alive_locked(struct na_node *n)
-{
-	for (struct na_sb *s = n->list; s; s = s->next) {
-		if (strcmp(s->state, "ready") != 0 || s->sandbox_pid <= 0 ||
-		    kill(s->sandbox_pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (cgroup_count("pids", s->id, "pids.events", "max") > 0)
-			snprintf(s->reason, sizeof(s->reason),
-				 "stopped: reached its host task limit of %lld (pids)",
-				 na_spec_host_pids(s->lim.pids));
-		else if (cgroup_count("memory", s->id, "memory.oom_control", "oom_kill") > 0)
-			snprintf(s->reason, sizeof(s->reason),
-				 "stopped: the host killed it for exceeding its memory limit");
-		else
-			snprintf(s->reason, sizeof(s->reason), "stopped: its sandbox process exited");
-		snprintf(s->state, sizeof(s->state), "failed");
-		log_error("sandbox died", "{s:s, s:s, s:b}", "id", s->id, "reason", s->reason,
-			  "pooled", s->pooled);
-	}
-}
-
-/* A dead warm member (nobody's sandbox) to remove.  Caller holds n->mu. */
-static bool reap_dead_member_locked(struct na_node *n)
-{
-	char id[32];
-	struct err e = ERR_INIT;
-
-	for (struct na_sb *s = n->list; s; s = s->next) {
-		if (!s->pooled || strcmp(s->state, "failed") != 0)
-			continue;
-		snprintf(id, sizeof(id), "%s", s->id);
-		pthread_mutex_unlock(&n->mu);
-		if (na_node_destroy(n, id, &e) == -1)
-			log_error("cannot remove dead warm sandbox", "{s:s, s:s}", "id", id, "error",
-				  e.msg);
-		pthread_mutex_lock(&n->mu);
-		return true;
-	}
-	return false;
-}
-
-/* The keeper: once a second it checks that ready sandboxes are alive and
- * brings each warm pool to its target. */
-static void *keeper_thread(void *arg)
-{
-	struct na_node *n = arg;
-
-	pthread_mutex_lock(&n->mu);
-	while (!n->warm_stop) {
-		struct timespec ts;
-
-		check_alive_locked(n);
-		if (reap_dead_member_locked(n) || warm_round_locked(n))
-			continue;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&n->wake, &n->mu, &ts);
-	}
-	n->warm_running = false;
-	pthread_mutex_unlock(&n->mu);
-	return NULL;
-}
-
-int na_node_keeper_start(struct na_node *n, struct err *e)
-{
-	int r;
-
-	n->warm_running = true;
-	r = pthread_create(&n->warm_th, NULL, keeper_thread, n);
-	if (r != 0) {
-		n->warm_running = false;
-		return err_set(e, r, "start keeper thread");
-	}
-	return 0;
-}
-
-bool na_node_keeper_stop(struct na_node *n)
-{
-	bool idle;
-
-	pthread_mutex_lock(&n->mu);
-	n->warm_stop = true;
-	pthread_cond_broadcast(&n->wake);
-	pthread_mutex_unlock(&n->mu);
-	/* Wait a little for a create in progress; a longer one is left to the
-	 * next start, which adopts or cleans it up. */
-	for (int i = 0; i < 50; i++) {
-		pthread_mutex_lock(&n->mu);
-		idle = !n->warm_running;
-		pthread_mutex_unlock(&n->mu);
-		if (idle) {
-			pthread_join(n->warm_th, NULL);
-			return true;
-		}
-		usleep(100 * 1000);
-	}
-	pthread_detach(n->warm_th);
-	return false;
-}
-
 json_t *na_node_capacity_json(struct na_node *n)
 {
 	struct statvfs vfs;
@@ -1258,7 +814,7 @@ json_t *na_node_capacity_json(struct na_node *n)
 	json_t *warm = json_array();
 
 	for (int i = 0; i < n->nwarm; i++)
-		if (resolve_template(n, n->warm[i].name, resolved[i], sizeof(resolved[i]), NULL) == -1)
+		if (na_resolve_template(n, n->warm[i].name, resolved[i], sizeof(resolved[i]), NULL) == -1)
 			resolved[i][0] = '\0';
 	pthread_mutex_lock(&n->mu);
 	for (struct na_sb *s = n->list; s; s = s->next) {
@@ -1269,7 +825,7 @@ json_t *na_node_capacity_json(struct na_node *n)
 	for (int i = 0; i < n->nwarm && warm; i++) {
 		int ready = 0, starting = 0;
 		if (resolved[i][0])
-			warm_count_locked(n, resolved[i], &ready, &starting);
+			na_warm_count_locked(n, resolved[i], &ready, &starting);
 		json_array_append_new(warm, json_pack("{s:s, s:s, s:i, s:i, s:i}", "template",
 						      n->warm[i].name, "resolved", resolved[i],
 						      "target", n->warm[i].target, "ready", ready,
@@ -1283,3 +839,4 @@ json_t *na_node_capacity_json(struct na_node *n)
 			 "total", (json_int_t)disk_total, "running", running, "sandboxes", total,
 			 "warm", warm);
 }
+

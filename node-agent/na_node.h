@@ -1,0 +1,95 @@
+/* The node's internals shared by na_sandbox.c (registry, lifecycle, API
+ * views), na_template.c (templates: resolve, list, import) and na_keeper.c
+ * (liveness and warm pools).  Not for other modules: they use
+ * na_sandbox.h. */
+#ifndef NA_NODE_H
+#define NA_NODE_H
+
+#include "node-agent/na_egress.h"
+#include "node-agent/na_sandbox.h"
+#include "node-agent/na_spec.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NA_WARM_MAX 16
+#define NA_WARM_RETRY_MAX_MS 300000
+
+
+struct na_sb {
+	char id[32];
+	char template[256]; /* name@digest */
+	char state[16];     /* starting, ready, stopping, failed */
+	char created_at[40];
+	struct na_limits lim;
+	struct na_egress_policy egress;
+	bool pooled;        /* an unclaimed warm pool member */
+	bool claimed;       /* was a warm pool member, now someone's */
+	long long boot_ms;  /* create to ready; -1 when adopted */
+	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
+	char reason[160];   /* why it is "failed" */
+	struct na_sb *next;
+};
+
+/* One warm pool: keep `target` ready, unclaimed members of template `name`. */
+struct na_warm {
+	char name[128];
+	int target;
+	int failures;      /* creates failed in a row */
+	uint64_t retry_at; /* no new create before this (monotonic ms) */
+};
+
+struct na_node {
+	char pool[1024];
+	char runsc_root[1024];
+	char template_name[128];
+	struct na_egress *egress;
+	pthread_mutex_t mu;
+	pthread_cond_t wake;
+	struct na_sb *list;
+	struct na_warm warm[NA_WARM_MAX];
+	int nwarm;
+	bool warm_running, warm_stop;
+	pthread_t warm_th;
+};
+
+/* Limits of a create that names none, and of warm members. */
+extern const struct na_limits na_default_limits;
+
+/* pool/sandboxes/<id>. */
+void na_sb_dir(const struct na_node *n, const char *id, char *out, size_t len);
+
+/* The registry entry of id, or NULL.  Caller holds n->mu. */
+struct na_sb *na_find_locked(struct na_node *n, const char *id);
+
+/* Registers id in state "starting".  Caller holds n->mu.  409 when the id
+ * is taken in memory or on disk. */
+int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
+		      const struct na_limits *lim, const struct na_egress_policy *pol, bool pooled,
+		      struct err *e);
+
+/* A fresh id "sb-<10 hex>". */
+void na_random_id(char *out, size_t len);
+
+/* The HTTP status of sandbox id's health endpoint, 0 when nothing answered. */
+int na_health_status(const char *id);
+
+/* True when t is a well-formed template name (name or name@digest). */
+bool na_valid_template(const char *t);
+
+/* Resolves name (or name@digest) to the newest read-only name@digest.
+ * 0, or -1 with 400/404. */
+int na_resolve_template(const struct na_node *n, const char *name, char *out, size_t len,
+			struct err *e);
+
+/* Removes unfinished template imports (at start). */
+void na_sweep_imports(struct na_node *n);
+
+/* "name=N[,name=N]" into n->warm.  -1 with e when malformed. */
+int na_parse_warm(struct na_node *n, const char *spec, struct err *e);
+
+/* Warm members of template tpl counted by state.  Caller holds n->mu. */
+void na_warm_count_locked(struct na_node *n, const char *tpl, int *ready, int *starting);
+
+#endif
