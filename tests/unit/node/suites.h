@@ -7,5 +7,6 @@
 Suite *suite_node_egress_pure(void);
 Suite *suite_node_egress_engine(void);
 Suite *suite_node_spec(void);
+Suite *suite_node_btrfs(void);
 
 #endif
