@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct agent {
 	struct hsrv *srv;
 	char cred[256];
 	size_t cred_len;
+	atomic_int jobs; /* worker threads still running */
 };
 
 static const struct cfg_opt opts[] = {
@@ -157,8 +159,12 @@ static void *job_thread(void *arg)
 		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", err_code(j->status),
 				    "message", e.msg);
 	}
-	if (hsrv_post(j->a->srv, job_reply, j) == -1)
-		log_error("cannot post an answer", "{s:s}", "id", j->id);
+	{
+		struct agent *a = j->a; /* j belongs to the loop once posted */
+		if (hsrv_post(a->srv, job_reply, j) == -1)
+			log_error("cannot post an answer", "{s:s}", "id", j->id);
+		atomic_fetch_sub(&a->jobs, 1);
+	}
 	return NULL;
 }
 
@@ -185,7 +191,9 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	atomic_fetch_add(&a->jobs, 1);
 	if (pthread_create(&th, &attr, job_thread, j) != 0) {
+		atomic_fetch_sub(&a->jobs, 1);
 		/* Answer through the handle; resp is no longer ours to fill. */
 		j->status = 500;
 		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",
@@ -471,6 +479,7 @@ int main(int argc, char **argv)
 	int lvl, sfd, rc;
 	size_t nargs = 0;
 	struct na_connect *conn;
+	bool busy;
 
 	memset(&a, 0, sizeof(a));
 	log_init("cloche-node", LOG_INFO, 2);
@@ -561,9 +570,17 @@ int main(int argc, char **argv)
 	log_info("serving", "{s:s, s:i, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv), "pool",
 		 no.pool);
 	rc = hsrv_run(a.srv);
-	hsrv_free(a.srv);
+	/* A create or destroy in progress gets a few seconds; one that takes
+	 * longer is left to the next start (adopted or cleaned up), and then
+	 * nothing it uses may be freed. */
+	for (int i = 0; i < 50 && atomic_load(&a.jobs) > 0; i++)
+		usleep(100 * 1000);
+	busy = atomic_load(&a.jobs) > 0;
+	if (busy)
+		log_warn("exiting with requests in progress", "{s:i}", "jobs", atomic_load(&a.jobs));
 	na_connect_stop(conn);
-	if (na_node_keeper_stop(a.node)) {
+	if (na_node_keeper_stop(a.node) && !busy) {
+		hsrv_free(a.srv);
 		na_node_free(a.node);
 		na_egress_free(a.egress);
 	}
