@@ -375,7 +375,7 @@ cold_ms=()
 cold_boot=()
 del_ms=()
 for ((n = 1; n <= cold_n; n++)); do
-	id="$pre-c$n"
+	id=$(printf "%s-c%02d" "$pre" "$n")
 	read -r st cms bms < <(create "$id")
 	[[ $st == 201 ]] || die "create $id answered $st: $(cat "$work/c-$id" 2>/dev/null)"
 	cold_ms+=("$cms")
@@ -396,7 +396,7 @@ base_cores=$(host_busy_cores "$cpu_s")
 base_avail=$(( (base_avail + $(avail_kib)) / 2 ))
 mids=()
 for ((n = 1; n <= mem_m; n++)); do
-	id="$pre-m$n"
+	id=$(printf "%s-m%02d" "$pre" "$n")
 	read -r st cms bms < <(create "$id")
 	[[ $st == 201 ]] || die "create $id answered $st: $(cat "$work/c-$id" 2>/dev/null)"
 	mids+=("$id")
@@ -452,7 +452,7 @@ if ((fill_max > 0)); then
 			break
 		fi
 		n=$((n + 1))
-		id="$pre-f$n"
+		id=$(printf "%s-f%02d" "$pre" "$n")
 		read -r st cms bms < <(create "$id")
 		if [[ $st != 201 ]]; then
 			why="create $((count + 1)) failed ($st: $(jq -r '.error.message // empty' "$work/c-$id" 2>/dev/null | head -c 200))"

@@ -157,17 +157,43 @@ void na_random_id(char *out, size_t len)
 
 /* Registers id in state "starting".  Caller holds n->mu.  409 when the id
  * is taken in memory or on disk. */
+/* runsc finds a container by prefix: with both `sb-1` and `sb-11` present,
+ * every command naming `sb-1` fails as ambiguous.  So no id may be a prefix
+ * of another on the node. */
+struct prefix_check {
+	const char *id;
+	char clash[32];
+};
+
+static void prefix_clash(const char *other, void *ud)
+{
+	struct prefix_check *pc = ud;
+	size_t a = strlen(pc->id), b = strlen(other);
+
+	if (!pc->clash[0] && a != b && strncmp(pc->id, other, a < b ? a : b) == 0)
+		snprintf(pc->clash, sizeof(pc->clash), "%s", other);
+}
+
 int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
-			  const struct na_limits *lim, const struct na_egress_policy *pol,
-			  bool pooled, struct err *e)
+		      const struct na_limits *lim, const struct na_egress_policy *pol, bool pooled,
+		      struct err *e)
 {
 	char dir[1100];
 	struct na_sb *s;
 	struct stat st;
+	struct prefix_check pc = {.id = id};
 
 	na_sb_dir(n, id, dir, sizeof(dir));
 	if (na_find_locked(n, id) || stat(dir, &st) == 0)
 		return err_http(e, 409, "sandbox `%s` already exists", id);
+	for (s = n->list; s; s = s->next)
+		prefix_clash(s->id, &pc);
+	na_runsc_each(n->runsc_root, prefix_clash, &pc, NULL);
+	if (pc.clash[0])
+		return err_http(e, 409,
+				"id `%s` and the existing `%s` would be ambiguous to runsc (one is "
+				"a prefix of the other); choose another id",
+				id, pc.clash);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(e, ENOMEM, "create %s", id);

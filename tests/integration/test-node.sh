@@ -194,6 +194,9 @@ r=$(api POST /v1/sandboxes '{"memory_mb":"lots"}')
 check "memory_mb of the wrong type: 400" test "$(status_of "$r")" = 400
 r=$(api POST /v1/sandboxes "{\"id\":\"$id\"}")
 check "an id in use: 409" test "$(status_of "$r")" = 409
+r=$(api POST /v1/sandboxes "{\"id\":\"${id}x\"}")
+check "an id that extends an existing one (runsc would find both): 409 saying why" \
+	test "$(status_of "$r")" = 409 -a "$(body_of "$r" | jq -r .error.message | grep -c ambiguous)" = 1
 r=$(api GET "/v1/sandboxes/$pre-never")
 check "GET of an unknown id: 404" test "$(status_of "$r")" = 404
 
