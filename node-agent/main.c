@@ -576,14 +576,19 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 50 && atomic_load(&a.jobs) > 0; i++)
 		usleep(100 * 1000);
 	busy = atomic_load(&a.jobs) > 0;
-	if (busy)
-		log_warn("exiting with requests in progress", "{s:i}", "jobs", atomic_load(&a.jobs));
 	na_connect_stop(conn);
-	if (na_node_keeper_stop(a.node) && !busy) {
-		hsrv_free(a.srv);
-		na_node_free(a.node);
-		na_egress_free(a.egress);
+	if (!na_node_keeper_stop(a.node) || busy) {
+		/* Threads still work on sandboxes: leave everything to the exit
+		 * (and the half-done work to the next start) instead of freeing
+		 * what they use. */
+		log_warn("stopped with work in progress; the next start finishes or removes it",
+			 "{s:i}", "requests", atomic_load(&a.jobs));
+		fflush(NULL);
+		_exit(rc == 0 ? 0 : 1);
 	}
+	hsrv_free(a.srv);
+	na_node_free(a.node);
+	na_egress_free(a.egress);
 	cfg_free(c);
 	log_info("stopped", NULL);
 	return rc == 0 ? 0 : 1;

@@ -145,16 +145,16 @@ check "its health answers 200 from its router netns" test "$(sb_health_code "$id
 
 # The port-connect path (what cloche-proxy uses): a socket into the sandbox,
 # handed over a unix socket.
-out=$(printf 'GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n' | timeout 10 node_connect "$id" 8080)
+out=$(printf 'GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n' | node_connect "$id" 8080)
 check "port-connect: an HTTP request through it reaches the sandbox's health" \
 	grep -q "^HTTP/1.[01] 200" <<<"$out"
-out=$(timeout 10 node_connect "$id" 5900 </dev/null | head -c 12)
+out=$(node_connect "$id" 5900 </dev/null | head -c 12)
 check "port-connect: VNC answers with its RFB banner" test "$out" = "RFB 003.008"
-out=$(timeout 10 node_connect "$pre-never" 8080 </dev/null 2>&1)
+out=$(node_connect "$pre-never" 8080 </dev/null 2>&1)
 rc=$?
 check "port-connect to an unknown sandbox: exit 1, says 404-like no such sandbox" \
 	bash -c "[[ $rc == 1 ]] && grep -q 'no such sandbox' <<<'$out'"
-out=$(timeout 20 node_connect "$id" 9 </dev/null 2>&1)
+out=$(node_connect "$id" 9 </dev/null 2>&1)
 rc=$?
 check "port-connect to a closed port: exit 1 with the connect error" \
 	bash -c "[[ $rc == 1 ]] && grep -qi 'refused' <<<'$out'"

@@ -43,9 +43,10 @@ node_stop() {
 	return "$rc"
 }
 
-# node_connect ID PORT: the port-connect path, stdin/stdout relayed.
+# node_connect ID PORT: the port-connect path, stdin/stdout relayed (20 s
+# at most).
 node_connect() {
-	"$NODE_BIN" --connect-socket "$NODE_WORK/node.sock" connect "$@"
+	timeout 20 "$NODE_BIN" --connect-socket "$NODE_WORK/node.sock" connect "$@"
 }
 
 # api METHOD PATH [BODY]: prints "<status> <body>".
