@@ -148,7 +148,7 @@ check "its health answers 200 from its router netns" test "$(sb_health_code "$id
 out=$(printf 'GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n' | node_connect "$id" 8080)
 check "port-connect: an HTTP request through it reaches the sandbox's health" \
 	grep -q "^HTTP/1.[01] 200" <<<"$out"
-out=$(node_connect "$id" 5900 </dev/null | head -c 12)
+out=$(sleep 1 | node_connect "$id" 5900 | head -c 12)
 check "port-connect: VNC answers with its RFB banner" test "$out" = "RFB 003.008"
 out=$(node_connect "$pre-never" 8080 </dev/null 2>&1)
 rc=$?
