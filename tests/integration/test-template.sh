@@ -121,10 +121,18 @@ check "build: progress lines on stderr start with template:" only_progress "$WOR
 check "template: is read-only" is_ro "$F"
 check "template: base layer is read-only" is_ro "$T/desktop-base@$base_digest"
 check "template: /opt/cloche/bin/cloche-init is executable" test -x "$F/opt/cloche/bin/cloche-init"
-for b in "$BIN_DIR"/cloche-*; do
+for b in "$BIN_DIR"/cloche-* "$BIN_DIR"/mcp-*; do
 	[[ -x "$b" ]] || continue
-	check "template: has $(basename "$b"), same bytes as the build" \
-		cmp -s "$b" "$F/opt/cloche/bin/$(basename "$b")"
+	case $(basename "$b") in
+	cloche-node | cloche-portal | cloche-proxy)
+		# Host-side daemons have no business inside a sandbox.
+		check "template: has no $(basename "$b") (host only)" test ! -e "$F/opt/cloche/bin/$(basename "$b")"
+		;;
+	*)
+		check "template: has $(basename "$b"), same bytes as the build" \
+			cmp -s "$b" "$F/opt/cloche/bin/$(basename "$b")"
+		;;
+	esac
 done
 check "template: has chromium" test -x "$F/usr/bin/chromium" -a -x "$F/usr/lib/chromium/chromium"
 check "template: has Xvfb" test -x "$F/usr/bin/Xvfb"
