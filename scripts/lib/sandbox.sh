@@ -128,12 +128,18 @@ sb_health() {
 	sb_in_router "$1" curl -s -m 2 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null || true
 }
 
+# sb_health_code ID: the HTTP status of its health endpoint (000 when
+# nothing answered).
+sb_health_code() {
+	sb_in_router "$1" curl -s -o /dev/null -w '%{http_code}' -m 3 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null ||
+		true
+}
+
 # sb_wait_ready ID SECONDS: waits until health answers 200.
 sb_wait_ready() {
-	local id=$1 deadline=$((SECONDS + ${2:-120})) code
+	local id=$1 deadline=$((SECONDS + ${2:-120}))
 	while ((SECONDS < deadline)); do
-		code=$(sb_in_router "$id" curl -s -o /dev/null -w '%{http_code}' -m 2 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null) || code=000
-		[[ $code == 200 ]] && return 0
+		[[ $(sb_health_code "$id") == 200 ]] && return 0
 		sleep 0.2
 	done
 	echo "sandbox $id: not ready after ${2:-120}s: $(sb_health "$id")" >&2

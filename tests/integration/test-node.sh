@@ -65,12 +65,7 @@ check "a second agent on the same pool refuses to start" grep -q "another cloche
 
 # Importing a template from a btrfs send stream (made here from a tiny
 # read-only subvolume).
-img_api() {
-	local out
-	out=$(curl -s -m 60 -o "$work/ibody" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $NODE_CRED" \
-		${3:+--data-binary "$3"} "http://127.0.0.1:$img_port$2") || out=000
-	printf '%s %s\n' "$out" "$(cat "$work/ibody")"
-}
+img_api() { NODE_BASE="http://127.0.0.1:$img_port" api "$@"; }
 mkdir -p "$img_pool/src"
 btrfs -q subvolume create "$img_pool/src/tiny@0123abcd" >/dev/null
 echo hello >"$img_pool/src/tiny@0123abcd/file"

@@ -62,12 +62,6 @@ status_of() { cut -d' ' -f1 <<<"$1"; }
 body_of() { cut -d' ' -f2- <<<"$1"; }
 quiet() { "$@" >/dev/null 2>&1; }
 
-# The HTTP status of sandbox $1's health, asked from its router netns.
-sb_health_code() {
-	nsenter --net="/var/run/netns/R-$1" curl -s -o /dev/null -w '%{http_code}' -m 3 \
-		"http://10.0.2.15:8080/health" 2>/dev/null || true
-}
-
 # Nothing of sandbox $1 is left on the node.
 gone() {
 	local id=$1
