@@ -2,7 +2,10 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,4 +61,24 @@ void util_rfc3339(char *out, size_t len)
 	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 ts.tv_nsec / 1000000L);
+}
+
+int util_mkdir_parents(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+
+	if (strlen(path) >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
 }

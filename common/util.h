@@ -36,6 +36,10 @@ static inline void *take_ptr(void *pp)
 /* write(2) all of buf, retrying on EINTR and short writes.  0 or -1/errno. */
 int util_write_all(int fd, const void *buf, size_t len);
 
+/* mkdir -p of the directories above path's last component (each with
+ * mode; existing ones are fine).  0, or -1 with errno set. */
+int util_mkdir_parents(const char *path, mode_t mode);
+
 /* Monotonic clock in milliseconds. */
 uint64_t util_now_ms(void);
 

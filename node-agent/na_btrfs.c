@@ -208,22 +208,6 @@ static int pool_mount_locked(const char *dir, const char *img, long long size, s
 	return 0;
 }
 
-/* mkdir -p for an absolute path. */
-static int mkdirs(char *path, mode_t mode)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, mode) == -1 && errno != EEXIST) {
-			*p = '/';
-			return -1;
-		}
-		*p = '/';
-	}
-	return mkdir(path, mode) == -1 && errno != EEXIST ? -1 : 0;
-}
-
 int na_btrfs_pool_ensure(const char *dir, const char *img, long long size, struct err *e)
 {
 	static const struct {
@@ -237,15 +221,11 @@ int na_btrfs_pool_ensure(const char *dir, const char *img, long long size, struc
 		AUTOCLOSE int fd = -1;
 		int rc;
 
-		snprintf(path, sizeof(path), "%s", dir);
-		if (mkdirs(path, 0755) == -1)
+		if (util_mkdir_parents(dir, 0755) == -1 ||
+		    (mkdir(dir, 0755) == -1 && errno != EEXIST))
 			return err_set(e, errno, "mkdir `%s`", dir);
-		snprintf(path, sizeof(path), "%s", img);
-		if (strrchr(path, '/') && strrchr(path, '/') != path) {
-			*strrchr(path, '/') = '\0';
-			if (mkdirs(path, 0755) == -1)
-				return err_set(e, errno, "mkdir `%s`", path);
-		}
+		if (util_mkdir_parents(img, 0755) == -1)
+			return err_set(e, errno, "mkdir the directory of `%s`", img);
 		snprintf(lock, sizeof(lock), "%s.lock", img);
 		fd = open(lock, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 		if (fd == -1)

@@ -112,19 +112,12 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 		na_node_free(n);
 		return NULL;
 	}
-	if (mkdir(n->runsc_root, 0700) == -1 && errno != EEXIST) {
-		/* /run/cloche may be missing on a fresh boot. */
-		snprintf(path, sizeof(path), "%s", n->runsc_root);
-		char *slash = strrchr(path, '/');
-		if (slash && slash != path) {
-			*slash = '\0';
-			(void)mkdir(path, 0700);
-		}
-		if (mkdir(n->runsc_root, 0700) == -1 && errno != EEXIST) {
-			err_set(e, errno, "mkdir `%s`", n->runsc_root);
-			na_node_free(n);
-			return NULL;
-		}
+	/* /run/cloche may be missing on a fresh boot. */
+	if (util_mkdir_parents(n->runsc_root, 0700) == -1 ||
+	    (mkdir(n->runsc_root, 0700) == -1 && errno != EEXIST)) {
+		err_set(e, errno, "mkdir `%s`", n->runsc_root);
+		na_node_free(n);
+		return NULL;
 	}
 	return n;
 }

@@ -165,23 +165,6 @@ static int read_file(struct mcp_call *call, const json_t *args, struct mcp_resul
 	return 0;
 }
 
-/* mkdir -p of path's parent directory. */
-static int make_parents(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) == -1 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return 0;
-}
-
 static int write_all_to(const char *path, const void *data, size_t len, int flags, mode_t mode)
 {
 	AUTOCLOSE int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, mode);
@@ -232,7 +215,7 @@ static int write_file(struct mcp_call *call, const json_t *args, struct mcp_resu
 		return 0;
 	}
 	msh_path(in, path);
-	if ((mkdirs && make_parents(path) == -1) ||
+	if ((mkdirs && util_mkdir_parents(path, 0755) == -1) ||
 	    write_all_to(path, bin ? (void *)bin : (const void *)content, len, append ? O_APPEND : O_TRUNC,
 			 (mode_t)mode) == -1) {
 		mcp_result_error(res, "write_file %s: %s%s", path, strerror(errno),
