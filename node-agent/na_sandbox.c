@@ -73,17 +73,14 @@ static void unlink_locked(struct na_node *n, const char *id)
 	}
 }
 
-static void set_state(struct na_node *n, const char *id, const char *state, long long boot_ms)
+static void set_state(struct na_node *n, const char *id, const char *state)
 {
 	struct na_sb *s;
 
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
-	if (s) {
+	if (s)
 		snprintf(s->state, sizeof(s->state), "%s", state);
-		if (boot_ms >= 0)
-			s->boot_ms = boot_ms;
-	}
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -480,7 +477,8 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	struct na_sb copy;
 	struct na_sb *s;
 	uint64_t t0 = util_now_ms(), deadline, t_run;
-	int tries = 0;
+	int tries = 0, pid;
+	long long boot_ms;
 
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
@@ -532,14 +530,17 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 		}
 		usleep(200 * 1000);
 	}
+	boot_ms = (long long)(util_now_ms() - t0);
+	pid = na_runsc_sandbox_pid(n->runsc_root, id);
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
-	if (s)
-		s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
+	if (s) {
+		snprintf(s->state, sizeof(s->state), "ready");
+		s->boot_ms = boot_ms;
+		s->sandbox_pid = pid;
+	}
 	pthread_mutex_unlock(&n->mu);
-	set_state(n, id, "ready", (long long)(util_now_ms() - t0));
-	log_info("sandbox ready", "{s:s, s:I}", "id", id, "boot_ms",
-		 (json_int_t)(util_now_ms() - t0));
+	log_info("sandbox ready", "{s:s, s:I}", "id", id, "boot_ms", (json_int_t)boot_ms);
 	return 0;
 
 fail: {
@@ -586,7 +587,7 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 	if (!known && !on_disk)
 		return err_http(e, 404, "no sandbox `%s`", id);
 	if (teardown(n, id, e) == -1) {
-		set_state(n, id, "failed", -1);
+		set_state(n, id, "failed");
 		return -1;
 	}
 	pthread_mutex_lock(&n->mu);
