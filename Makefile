@@ -29,6 +29,22 @@ endif
 pc_cflags = $(shell pkg-config --cflags $(1))
 pc_libs = $(shell pkg-config --libs $(1))
 
+# The verbs below run scripts that install the dependencies first, so a
+# command line of verbs only reads no module.mk: nothing asks pkg-config
+# about libraries that are not installed yet.  Building without them stops
+# at one line that says what to do.
+VERBS := deps test run stop bench clean
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out $(VERBS),$(MAKECMDGOALS)),)
+VERBS_ONLY := 1
+endif
+endif
+ifndef VERBS_ONLY
+ifneq ($(shell pkg-config --exists $(PKGS) && echo ok),ok)
+$(error the build dependencies are missing: run `make deps` (scripts/install-deps.sh) as root first)
+endif
+endif
+
 BINS :=
 TESTS :=
 
@@ -39,12 +55,13 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) $(CFLAGS_$(firstword $(subst /, ,$<))) -MMD -MP -c -o $@ $<
 
 # Every directory owns a module.mk; common/ first since the others link it.
+ifndef VERBS_ONLY
 include common/module.mk
 include $(filter-out common/module.mk,$(sort $(wildcard */module.mk */*/module.mk)))
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+endif
 
 all: $(BINS) $(TESTS)
-
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=yes $$t; done

@@ -10,8 +10,8 @@ PKGS=(
 	build-essential pkg-config git check libsubunit-dev clang libclang-rt-14-dev
 	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev
 	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev libpng-dev
-	# sandboxes: gVisor, btrfs pool, template build, netns
-	runsc btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
+	# sandboxes: btrfs pool, template build, netns (runsc: see below)
+	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC
 	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool libjpeg-turbo-progs
 	# node for the end-to-end clients (playwright-core, MCP SDK)
@@ -41,6 +41,35 @@ if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	quiet apt-get update -q
 	quiet apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# gVisor from bookworm-backports: bookworm's own runsc (0.0~20221219) refuses
+# the statx calls of bookworm's coreutils, so `ls` and `stat` fail in every
+# sandbox (docs/sandbox.md).  The backports suite lives on the mirror the
+# machine already uses; only runsc is taken from it (-t), everything else
+# stays on bookworm.
+RUNSC_MIN=0.0~20240729
+runsc_ok() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' runsc 2>/dev/null) || return 1
+	dpkg --compare-versions "$v" ge "$RUNSC_MIN"
+}
+backports_sources() {
+	local uri
+	uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+	[[ -n $uri ]] || uri=$(awk '$1 == "deb" && $3 ~ /^bookworm/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+	[[ -n $uri ]] || uri=http://deb.debian.org/debian
+	printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri"
+}
+if ! runsc_ok; then
+	log "apt-get install -t bookworm-backports runsc"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-cache policy 2>/dev/null | grep -q 'bookworm-backports'; then
+		backports_sources >/etc/apt/sources.list.d/cloche-backports.sources
+	fi
+	quiet apt-get update -q
+	quiet apt-get install -y -q --no-install-recommends -t bookworm-backports runsc
+	runsc_ok || { echo "install-deps: runsc >= $RUNSC_MIN is needed (bookworm-backports)" >&2; exit 1; }
 fi
 
 # The kernel must know btrfs (a module on stock kernels, built in on others).

@@ -14,6 +14,11 @@ CLOCHE_RUNSC_ROOT=${CLOCHE_RUNSC_ROOT:-/run/cloche/runsc}
 SB_INNER_ADDR=10.0.2.15
 SB_ROUTER_ADDR=10.0.2.2
 
+# The flags every runsc command carries (the same as cloche-node's, see
+# docs/sandbox.md): ptrace platform, no rootfs overlay (writes land in the
+# btrfs subvolume).
+SB_RUNSC_FLAGS=(--network=sandbox --platform=ptrace --overlay2=none)
+
 sb_dir() { printf '%s/sandboxes/%s\n' "$CLOCHE_POOL" "$1"; }
 
 sb_valid_id() {
@@ -29,7 +34,7 @@ sb_runsc() {
 	shift
 	nsenter --net="/var/run/netns/S-$id" unshare -m sh -c \
 		'mount -t tmpfs none /proc/sys/net/core && exec runsc "$@"' runsc \
-		--root "$CLOCHE_RUNSC_ROOT" --network=sandbox "$@"
+		--root "$CLOCHE_RUNSC_ROOT" "${SB_RUNSC_FLAGS[@]}" "$@"
 }
 
 # Runs a command inside the router netns of $1 (how host code reaches the
