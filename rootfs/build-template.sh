@@ -30,6 +30,9 @@ ROOTFS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$ROOTFS_DIR/.." && pwd)"
 NAME=desktop
 BIN_DIR="${CLOCHE_BIN_DIR:-$REPO/build/bin}"
+# The compatibility library preloaded into every process of the sandbox
+# (appliance/compat/xattr.c, docs/sandbox.md).
+COMPAT_LIB="${CLOCHE_COMPAT_LIB:-$(dirname "$BIN_DIR")/lib/libcloche-compat.so}"
 APPLIANCE_OVERLAY="${CLOCHE_ROOTFS_OVERLAY:-$REPO/appliance/rootfs-overlay}"
 KEEP="${CLOCHE_TEMPLATE_KEEP:-3}"
 
@@ -128,6 +131,7 @@ final_digest() {
 		while IFS= read -r b; do
 			describe "bin/$(basename "$b")" "$b"
 		done < <(list_bins)
+		describe lib/libcloche-compat.so "$COMPAT_LIB"
 		describe rootfs-overlay "$APPLIANCE_OVERLAY"
 	} | digest_of
 }
@@ -296,6 +300,10 @@ build_final() {
 	for b in "${bins[@]}"; do
 		install -m 0755 -o 0 -g 0 "$b" "$tmp/opt/cloche/bin/"
 	done
+	install -d -m 0755 "$tmp/opt/cloche/lib"
+	install -m 0644 -o 0 -g 0 "$COMPAT_LIB" "$tmp/opt/cloche/lib/"
+	printf '/opt/cloche/lib/%s\n' "$(basename "$COMPAT_LIB")" >"$tmp/etc/ld.so.preload"
+	chmod 0644 "$tmp/etc/ld.so.preload"
 	if [[ -d "$APPLIANCE_OVERLAY" ]]; then
 		copy_tree "$APPLIANCE_OVERLAY" "$tmp" || die "copy appliance/rootfs-overlay"
 	fi
@@ -400,6 +408,7 @@ for tool in btrfs mmdebstrap setsid findmnt; do
 done
 [[ -n "$(list_bins)" ]] || die "no cloche-* binaries in $BIN_DIR: run make all first"
 [[ -x "$BIN_DIR/cloche-init" ]] || log "warning: $BIN_DIR/cloche-init is missing; the template will not boot"
+[[ -f "$COMPAT_LIB" ]] || die "$COMPAT_LIB is missing: run make all first"
 
 pool_ensure || die "the btrfs pool is not usable"
 POOL="$(pool_dir)"

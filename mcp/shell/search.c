@@ -3,11 +3,13 @@
  * limit of entries visited, and say so, so a search of / cannot run away. */
 #include "mcp/shell/shell.h"
 #include "mcp/lib/cap.h"
+#include "mcp/lib/result.h"
 #include "common/json.h"
 #include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <regex.h>
@@ -18,31 +20,79 @@
 #include <unistd.h>
 
 #define MAX_VISIT 200000
+#define MAX_DEPTH 4096 /* a guard only: PATH_MAX ends deeper walks first */
 #define MAX_LINE_SHOWN 400
 #define MAX_GREP_FILE (16u << 20)
 
+/* A walk keeps no recursion and no per-level buffers: directories still to
+ * visit wait on a heap stack as paths relative to the root, so a 500-deep
+ * tree costs what 500 short strings cost, and a very wide one is bounded by
+ * MAX_VISIT.  Symlinks are reported, never followed, so loops cannot form. */
 struct walk {
-	size_t visited;
-	bool stopped;
+	const char *root;
+	struct mcp_call *call; /* checked for cancellation; may be NULL */
+	size_t visited;        /* entries seen */
+	size_t unreadable;     /* directories that could not be opened */
+	size_t too_long;       /* directories whose path exceeds PATH_MAX */
+	bool stopped;          /* MAX_VISIT, a result limit or cancellation */
+	bool cancelled;
 };
 
-typedef void (*walk_fn)(void *ud, const char *full, const char *rel, const struct stat *st);
+struct pending {
+	char *rel;
+	unsigned depth;
+};
 
-/* Depth-first walk of root, calling fn for each entry below it; does not
- * follow symlinks; skips .git directories' contents. */
-static void walk(struct walk *w, const char *root, const char *rel, walk_fn fn, void *ud, int depth)
+/* Called for every entry below the root: full is root/rel, type a DT_*
+ * value (DT_UNKNOWN resolved by lstat). */
+typedef void (*walk_fn)(void *ud, const char *full, const char *rel, unsigned char type);
+
+static bool walk_skip_dir(const char *full, const char *name)
 {
-	char dir[2 * PATH_MAX + 2];
-	DIR *d;
-	struct dirent *de;
+	return !strcmp(name, ".git") || !strncmp(full, "/proc/", 6) || !strncmp(full, "/sys/", 5);
+}
 
-	snprintf(dir, sizeof(dir), "%s%s%s", root, *rel ? "/" : "", rel);
-	d = opendir(dir);
-	if (!d)
+static int push(struct pending **st, size_t *n, size_t *cap, char *rel, unsigned depth)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct pending *p = realloc(*st, ncap * sizeof(*p));
+		if (!p)
+			return -1;
+		*st = p;
+		*cap = ncap;
+	}
+	(*st)[(*n)++] = (struct pending){rel, depth};
+	return 0;
+}
+
+/* Visits one directory: fn for each entry, subdirectories pushed so that
+ * they are visited in the order they were read. */
+static void walk_dir(struct walk *w, const char *rel, unsigned depth, walk_fn fn, void *ud,
+		     struct pending **st, size_t *n, size_t *cap)
+{
+	AUTOBUF struct buf full = BUF_INIT(PATH_MAX - 1);
+	AUTOBUF struct buf crel = BUF_INIT(PATH_MAX - 1);
+	size_t first = *n, dlen;
+	struct dirent *de;
+	DIR *d;
+
+	if (buf_appendf(&full, NULL, "%s%s%s", w->root,
+			*rel && w->root[strlen(w->root) - 1] != '/' ? "/" : "", rel)) {
+		w->too_long++;
 		return;
+	}
+	d = opendir(buf_str(&full));
+	if (!d) {
+		if (errno == ENAMETOOLONG)
+			w->too_long++;
+		else
+			w->unreadable++;
+		return;
+	}
+	dlen = full.len;
 	while (!w->stopped && (de = readdir(d)) != NULL) {
-		char crel[PATH_MAX + 256], full[2 * PATH_MAX + 512];
-		struct stat st;
+		unsigned char type = de->d_type;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -50,16 +100,83 @@ static void walk(struct walk *w, const char *root, const char *rel, walk_fn fn, 
 			w->stopped = true;
 			break;
 		}
-		snprintf(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-		snprintf(full, sizeof(full), "%s/%s", root, crel);
-		if (lstat(full, &st) == -1)
+		if ((w->visited & 255) == 0 && w->call && mcp_call_cancelled(w->call)) {
+			w->stopped = w->cancelled = true;
+			break;
+		}
+		full.len = dlen;
+		buf_reset(&crel);
+		if (buf_appendf(&full, NULL, "%s%s", full.data[dlen - 1] == '/' ? "" : "/", de->d_name) ||
+		    buf_appendf(&crel, NULL, "%s%s%s", rel, *rel ? "/" : "", de->d_name)) {
+			full.data[full.len = dlen] = '\0';
+			if (type == DT_DIR || type == DT_UNKNOWN)
+				w->too_long++;
 			continue;
-		fn(ud, full, crel, &st);
-		if (S_ISDIR(st.st_mode) && depth < 64 && strcmp(de->d_name, ".git") != 0 &&
-		    strncmp(full, "/proc/", 6) != 0 && strncmp(full, "/sys/", 5) != 0)
-			walk(w, root, crel, fn, ud, depth + 1);
+		}
+		if (type == DT_UNKNOWN) {
+			struct stat sb;
+			if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == -1)
+				continue;
+			type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG
+			       : S_ISLNK(sb.st_mode) ? DT_LNK : DT_UNKNOWN;
+		}
+		fn(ud, buf_str(&full), buf_str(&crel), type);
+		if (type == DT_DIR && !walk_skip_dir(buf_str(&full), de->d_name)) {
+			char *r;
+			if (depth + 1 >= MAX_DEPTH) {
+				w->too_long++;
+				continue;
+			}
+			r = buf_take(&crel, NULL);
+			if (!r || push(st, n, cap, r, depth + 1) == -1) {
+				free(r);
+				w->stopped = true; /* out of memory: say the result is partial */
+			}
+		}
 	}
 	closedir(d);
+	/* Reverse what this directory pushed: the stack pops its first first. */
+	for (size_t i = first, j = *n; i + 1 < j; i++, j--) {
+		struct pending t = (*st)[i];
+		(*st)[i] = (*st)[j - 1];
+		(*st)[j - 1] = t;
+	}
+}
+
+/* Depth-first walk below w->root, calling fn for each entry; skips the
+ * contents of .git, /proc and /sys. */
+static void walk(struct walk *w, walk_fn fn, void *ud)
+{
+	struct pending *st = NULL;
+	size_t n = 0, cap = 0;
+
+	walk_dir(w, "", 0, fn, ud, &st, &n, &cap);
+	while (n > 0) {
+		struct pending p = st[--n];
+		if (!w->stopped)
+			walk_dir(w, p.rel, p.depth, fn, ud, &st, &n, &cap);
+		free(p.rel);
+	}
+	free(st);
+}
+
+/* One line on what a walk left out, appended to text; nothing when whole. */
+static void walk_note(const struct walk *w, struct buf *text)
+{
+	if (w->cancelled)
+		buf_appendf(text, NULL, "[... cancelled after %zu entries ...]\n", w->visited);
+	else if (w->visited > MAX_VISIT)
+		buf_appendf(text, NULL, "[... stopped after visiting %d entries: narrow the path or pattern ...]\n",
+			    MAX_VISIT);
+	if (w->unreadable || w->too_long)
+		buf_appendf(text, NULL, "[... %zu directories not searched: %zu not readable, %zu with paths longer than %d bytes ...]\n",
+			    w->unreadable + w->too_long, w->unreadable, w->too_long, PATH_MAX);
+}
+
+static json_t *walk_json(const struct walk *w)
+{
+	return json_pack("{s:I, s:I, s:I}", "visited", (json_int_t)w->visited, "unreadable_dirs",
+			 (json_int_t)w->unreadable, "too_long_dirs", (json_int_t)w->too_long);
 }
 
 struct glob_ctx {
@@ -70,12 +187,12 @@ struct glob_ctx {
 	struct walk *w;
 };
 
-static void glob_one(void *ud, const char *full, const char *rel, const struct stat *st)
+static void glob_one(void *ud, const char *full, const char *rel, unsigned char type)
 {
 	struct glob_ctx *g = ud;
 
 	(void)full;
-	(void)st;
+	(void)type;
 	if (fnmatch(g->pat, rel, FNM_PERIOD) != 0)
 		return;
 	if (json_array_size(g->matches) == g->max) {
@@ -97,7 +214,6 @@ static int glob_tool(struct mcp_call *call, const json_t *args, struct mcp_resul
 	size_t i;
 	json_t *m;
 
-	(void)call;
 	if (cj_req_str(args, "pattern", &pattern, e) || cj_get_str(args, "cwd", NULL, &cwd_in, e) ||
 	    cj_get_int(args, "max_results", 1000, &max, e))
 		return -1;
@@ -126,18 +242,23 @@ static int glob_tool(struct mcp_call *call, const json_t *args, struct mcp_resul
 		}
 		g.pat[o] = '\0';
 	}
-	walk(&w, cwd, "", glob_one, &g, 0);
+	w.root = cwd;
+	w.call = call;
+	walk(&w, glob_one, &g);
 	json_array_foreach(g.matches, i, m)
 		buf_appendf(&text, NULL, "%s%s\n", cwd[1] ? "" : "/", json_string_value(m));
-	if (g.truncated || w.stopped)
-		buf_appendf(&text, NULL, "[... stopped after %zu matches / %zu entries visited: narrow the pattern ...]\n",
-			    json_array_size(g.matches), w.visited);
-	if (!json_array_size(g.matches))
-		mcp_result_text(res, "no match for %s in %s", pattern, cwd);
-	else
-		mcp_result_textn(res, buf_str(&text), text.len);
-	mcp_result_structured(res, json_pack("{s:s, s:o, s:b}", "cwd", cwd, "matches", g.matches,
-					     "truncated", g.truncated || w.stopped));
+	if (!json_array_size(g.matches)) {
+		buf_reset(&text);
+		buf_appendf(&text, NULL, "no match for %s in %s\n", pattern, cwd);
+	}
+	if (g.truncated)
+		buf_appendf(&text, NULL, "[... stopped after %zu matches: narrow the pattern or raise max_results ...]\n",
+			    json_array_size(g.matches));
+	walk_note(&w, &text);
+	mcp_result_textn(res, buf_str(&text), text.len);
+	mcp_result_structured(res, json_pack("{s:s, s:o, s:b, s:o}", "cwd", cwd, "matches", g.matches,
+					     "truncated", g.truncated || w.stopped || w.unreadable || w.too_long,
+					     "walk", walk_json(&w)));
 	buf_free(&text);
 	return 0;
 }
@@ -162,59 +283,99 @@ static bool line_hits(struct grep_ctx *g, const char *line)
 	return (g->icase ? strcasestr(line, g->fixed) : strstr(line, g->fixed)) != NULL;
 }
 
-static void grep_file(void *ud, const char *full, const char *rel, const struct stat *st)
+/* Reads fd's regular file of size bytes into a new NUL-terminated buffer:
+ * one read for most files, which matters when every system call is a trip
+ * through gVisor's sentry.  NULL on error; *len gets what was read. */
+static char *slurp(int fd, size_t size, size_t *len)
+{
+	char *data = malloc(size + 1);
+	size_t got = 0;
+
+	if (!data)
+		return NULL;
+	while (got < size) {
+		ssize_t r = read(fd, data + got, size - got);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	data[got] = '\0';
+	*len = got;
+	return data;
+}
+
+static void grep_hit(struct grep_ctx *g, const char *full, size_t lineno, char *line, size_t n)
+{
+	char *cl;
+
+	g->count++;
+	if (n > MAX_LINE_SHOWN)
+		line[MAX_LINE_SHOWN] = '\0';
+	buf_appendf(&g->text, NULL, "%s:%zu:%s%s\n", full, lineno, line, n > MAX_LINE_SHOWN ? " [...]" : "");
+	cl = mcp_utf8_clean(line, strlen(line), NULL);
+	json_array_append_new(g->matches, json_pack("{s:s, s:I, s:s}", "path", full, "line",
+						    (json_int_t)lineno, "text", cl ? cl : ""));
+	free(cl);
+}
+
+static void grep_file(void *ud, const char *full, const char *rel, unsigned char type)
 {
 	struct grep_ctx *g = ud;
-	char *line = NULL;
-	size_t cap = 0, lineno = 0;
-	ssize_t n;
-	FILE *f;
-	char head[4096];
-	size_t hn;
+	size_t lineno = 0, len;
+	struct stat st;
+	char *data, *p, *end;
+	int fd;
 
 	(void)rel;
-	if (!S_ISREG(st->st_mode) || st->st_size > MAX_GREP_FILE || g->truncated)
+	if (type != DT_REG || g->truncated)
 		return;
 	if (g->include && fnmatch(g->include, strrchr(full, '/') ? strrchr(full, '/') + 1 : full, 0))
 		return;
 	if (mcp_call_cancelled(g->call)) {
-		g->w->stopped = true;
+		g->w->stopped = g->w->cancelled = true;
 		return;
 	}
-	f = fopen(full, "re");
-	if (!f)
+	/* O_NONBLOCK: a FIFO swapped in since the listing must not hang us. */
+	fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd == -1)
 		return;
-	hn = fread(head, 1, sizeof(head), f);
-	if (memchr(head, '\0', hn)) { /* binary */
-		fclose(f);
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_size > MAX_GREP_FILE) {
+		close(fd);
 		return;
 	}
-	rewind(f);
+	data = st.st_size ? slurp(fd, (size_t)st.st_size, &len) : NULL;
+	close(fd);
 	g->files++;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		lineno++;
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
-		if (!line_hits(g, line))
-			continue;
-		if (g->count == g->max) {
-			g->truncated = true;
-			g->w->stopped = true;
-			break;
-		}
-		g->count++;
-		if (n > MAX_LINE_SHOWN)
-			line[MAX_LINE_SHOWN] = '\0';
-		buf_appendf(&g->text, NULL, "%s:%zu:%s%s\n", full, lineno, line, n > MAX_LINE_SHOWN ? " [...]" : "");
-		{
-			char *cl = mcp_utf8_clean(line, strlen(line), NULL);
-			json_array_append_new(g->matches, json_pack("{s:s, s:I, s:s}", "path", full, "line",
-								    (json_int_t)lineno, "text", cl ? cl : ""));
-			free(cl);
-		}
+	if (!data)
+		return;
+	/* Binary: a NUL in the first 4 KiB, as grep(1) decides. */
+	if (memchr(data, '\0', len < 4096 ? len : 4096)) {
+		free(data);
+		return;
 	}
-	free(line);
-	fclose(f);
+	end = data + len;
+	for (p = data; p < end; ) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n;
+
+		if (!nl)
+			nl = end;
+		*nl = '\0';
+		n = (size_t)(nl - p);
+		lineno++;
+		if (line_hits(g, p)) {
+			if (g->count == g->max) {
+				g->truncated = true;
+				g->w->stopped = true;
+				break;
+			}
+			grep_hit(g, full, lineno, p, n);
+		}
+		p = nl + 1;
+	}
+	free(data);
 }
 
 static int grep_tool(struct mcp_call *call, const json_t *args, struct mcp_result *res, struct err *e)
@@ -256,24 +417,29 @@ static int grep_tool(struct mcp_call *call, const json_t *args, struct mcp_resul
 		mcp_result_error(res, "grep %s: %s", path, strerror(errno));
 	} else {
 		if (S_ISDIR(st.st_mode)) {
+			w.root = path;
+			w.call = call;
 			if (recursive)
-				walk(&w, path, "", grep_file, &g, 0);
+				walk(&w, grep_file, &g);
 			else
 				mcp_result_error(res, "grep %s: Is a directory (set recursive)", path);
 		} else {
-			grep_file(&g, path, path, &st);
+			grep_file(&g, path, path, S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN);
 		}
-		if (g.truncated || w.stopped)
-			buf_appendf(&g.text, NULL, "[... stopped after %zu matches: narrow the search or raise max_matches ...]\n", g.count);
-		clean = mcp_utf8_clean(buf_str(&g.text), g.text.len, &clen);
 		if (!g.count)
-			mcp_result_text(res, "no match for %s in %s (%zu files searched)", pattern, path, g.files);
-		else if (clean)
+			buf_appendf(&g.text, NULL, "no match for %s in %s (%zu files searched)\n", pattern, path, g.files);
+		if (g.truncated)
+			buf_appendf(&g.text, NULL, "[... stopped after %zu matches: narrow the search or raise max_matches ...]\n", g.count);
+		walk_note(&w, &g.text);
+		clean = mcp_utf8_clean(buf_str(&g.text), g.text.len, &clen);
+		if (clean && !res->is_error)
 			mcp_result_textn(res, clean, clen);
 		free(clean);
 	}
-	mcp_result_structured(res, json_pack("{s:o, s:I, s:b}", "matches", g.matches, "count",
-					     (json_int_t)g.count, "truncated", g.truncated || w.stopped));
+	mcp_result_structured(res, json_pack("{s:o, s:I, s:b, s:o}", "matches", g.matches, "count",
+					     (json_int_t)g.count, "truncated",
+					     g.truncated || w.stopped || w.unreadable || w.too_long,
+					     "walk", walk_json(&w)));
 	if (g.use_re)
 		regfree(&g.re);
 	buf_free(&g.text);

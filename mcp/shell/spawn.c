@@ -147,12 +147,12 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Closes every fd above 2 (the command must not inherit the server's
- * sockets); reads /proc/self/fd instead of closing a range, because each
- * system call is slow under gVisor. */
-static void close_extra_fds(void)
+/* Closes every fd above 2 except the nkeep in keep[].  Reads /proc/self/fd
+ * instead of closing a range, because each system call is slow under gVisor.
+ * The listing is read whole before closing, so closing cannot disturb it. */
+static void close_fds_except(const int *keep, int nkeep)
 {
-	char dbuf[4096];
+	char dbuf[8192];
 	int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	long r;
 
@@ -163,8 +163,11 @@ static void close_extra_fds(void)
 			struct linux_dirent64 *d = (struct linux_dirent64 *)(dbuf + off);
 			const char *end;
 			long v = parse_long(d->d_name, &end);
+			bool kept = v == fd;
 			off += d->d_reclen;
-			if (!*end && d->d_name[0] && v > 2 && v != fd)
+			for (int i = 0; i < nkeep && !kept; i++)
+				kept = v == keep[i];
+			if (!*end && d->d_name[0] && v > 2 && !kept)
 				close((int)v);
 		}
 	close(fd);
@@ -193,7 +196,7 @@ static __attribute__((noinline)) pid_t start_command(struct job *j)
 		for (int i = 0; i < 3; i++)
 			if (dup2(j->child_fds[i], i) == -1)
 				_exit(126);
-		close_extra_fds();
+		close_fds_except(NULL, 0);
 		if (chdir(j->cwd) == -1) {
 			put_err("mcp-shell: cannot chdir to ", j->cwd);
 			_exit(126);
@@ -225,7 +228,14 @@ static __attribute__((noreturn)) void run_helper(struct job *j)
 		killing = true; /* the server died before we got here */
 	setsid();
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	close(j->info_fd[0]);
+	/* fork() copied every fd of the server: its sockets and the pipes of
+	 * other jobs in flight.  Those ends must not live on in this helper (it
+	 * never execs, so O_CLOEXEC does nothing here), or the readers of those
+	 * jobs never see EOF.  Keep only this job's own. */
+	{
+		int keep[] = {j->child_fds[0], j->child_fds[1], j->child_fds[2], j->info_fd[1]};
+		close_fds_except(keep, (int)ARRAY_LEN(keep));
+	}
 	cpid = start_command(j);
 	if (cpid > 0)
 		setpgid(cpid, cpid); /* both sides, so kill(-pgid) works at once */

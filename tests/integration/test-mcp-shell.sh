@@ -6,7 +6,11 @@
 #      from the router netns (tests/e2e/mcp-shell-test.mjs): tools, timeouts
 #      that kill whole process trees, output caps, files, background
 #      processes, progress, cancellation, the `agent` user, and bad input
-#      over raw HTTP.
+#      over raw HTTP;
+#  (c) on the host build, its ASan+UBSan build and in the sandbox: many
+#      tool calls at once in one and in several sessions, and glob/grep over
+#      a 500-deep tree, symlink loops and 100,000 entries in one directory
+#      (tests/e2e/mcp-shell-stress.mjs).
 # Other conformance scenarios need fixture tools/resources/prompts that a
 # shell server does not have; docs/mcp.md lists them and why.
 set -uo pipefail
@@ -28,6 +32,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# stress PORT LABEL: many calls at once, deep and wide trees (tests/e2e/
+# mcp-shell-stress.mjs) against the server on PORT; one check line.
+stress() {
+	local out="$work/stress-$1.txt" rc
+	node tests/e2e/mcp-shell-stress.mjs --url "http://127.0.0.1:$1/mcp" --dir "$work" >"$out" 2>&1
+	rc=$?
+	check "parallel calls and deep/wide trees against the $2 ($(grep -c '^ok' "$out") checks)" test "$rc" = 0
+	[[ $rc == 0 ]] || grep '^not ok' "$out" | sed "s/^/# $2: /"
+}
+
 # --- (a) conformance suite against the host build -------------------------
 port=$(free_port)
 (cd "$work" && exec "$OLDPWD/$bin" --listen 127.0.0.1 --port "$port") 2>"$work/mcp-shell.log" &
@@ -47,6 +61,7 @@ node tests/e2e/mcp-shell-test.mjs --url "http://127.0.0.1:$port/mcp" --dir "$wor
 rc=$?
 check "SDK client end to end against the host build ($(grep -c '^ok' "$work/host-e2e.txt") checks)" test "$rc" = 0
 [[ $rc == 0 ]] || grep '^not ok' "$work/host-e2e.txt" | sed 's/^/# host: /'
+stress "$port" host
 
 kill -TERM "$pid"
 t0=$(now_ms)
@@ -70,6 +85,7 @@ if [[ -x $san ]]; then
 	node tests/e2e/mcp-shell-test.mjs --url "http://127.0.0.1:$port/mcp" --dir "$work" >"$work/san-e2e.txt" 2>&1
 	rc=$?
 	check "SDK client end to end against the ASan+UBSan build ($(grep -c '^ok' "$work/san-e2e.txt") checks)" test "$rc" = 0
+	stress "$port" "ASan+UBSan build"
 	kill -TERM "$pid"
 	wait "$pid"
 	rc=$?
@@ -89,4 +105,10 @@ check "health reports mcp-shell ready" test "$(jq -r '.services["mcp-shell"].sta
 sb_in_router "$id" node tests/e2e/mcp-shell-test.mjs --url http://10.0.2.15:8889/mcp --user agent
 rc=$?
 [[ $rc == 0 ]] || not_ok "the SDK end-to-end client exited $rc"
+sb_in_router "$id" node tests/e2e/mcp-shell-stress.mjs --url http://10.0.2.15:8889/mcp --user agent \
+	--dir /home/agent --wide "${CLOCHE_STRESS_WIDE:-100000}"
+rc=$?
+[[ $rc == 0 ]] || not_ok "the stress client exited $rc"
+check "mcp-shell never restarted in the sandbox" \
+	test "$(jq -r '.services["mcp-shell"].restarts' <<<"$(sb_health "$id")")" = 0
 tap_exit

@@ -14,72 +14,37 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . scripts/lib/sandbox.sh
 . tests/lib/node.sh
+. tests/lib/inet.sh
 
 pre="t-iso-$$"
 node_setup "$pre"
 work=$NODE_WORK
-inet="inet-$$"
-veth="vinet$$"
-hosts_tag="# cloche-test-$$"
-socats=()
 
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	local p
-	for p in "${socats[@]}"; do kill "$p" 2>/dev/null; done
-	sed -i "\|$hosts_tag\$|d" /etc/hosts
-	ip netns del "$inet" 2>/dev/null
-	ip link del "$veth" 2>/dev/null
+	inet_down
 	node_cleanup
 }
 trap cleanup EXIT
 
-[[ -x $NODE_BIN ]] || { not_ok "$NODE_BIN is built (make all)"; tap_exit; }
-[[ -n "$(sb_latest_template desktop)" ]] || { not_ok "a desktop template exists (make template)"; tap_exit; }
-
-# An HTTP responder for socat: reads the request head, answers with $1.
-cat >"$work/respond.sh" <<'SH'
-#!/bin/bash
-while IFS= read -r line; do line=${line%$'\r'}; [[ -z $line ]] && break; done
-body="<html><head><title>$1</title></head><body><p>$1</p></body></html>"
-printf 'HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "${#body}" "$body"
-SH
-chmod +x "$work/respond.sh"
-
-# serve [NETNS] ADDR PORT TEXT: an HTTP server answering TEXT.
-serve() {
-	local ns=
-	if [[ $# == 4 ]]; then ns=$1; shift; fi
-	${ns:+ip netns exec "$ns"} socat "TCP-LISTEN:$2,bind=$1,fork,reuseaddr" \
-		EXEC:"$work/respond.sh $3" 2>/dev/null &
-	socats+=($!)
-}
+node_preflight
 
 # The test internet: 198.51.100.10 (and the metadata address) behind a veth
 # whose host end is 198.51.100.1, an address of this node.
-ip netns add "$inet"
-ip link add "$veth" type veth peer name eth0 netns "$inet"
-ip addr add 198.51.100.1/24 dev "$veth"
-ip link set "$veth" up
-ip -n "$inet" addr add 198.51.100.10/24 dev eth0
-ip -n "$inet" addr add 169.254.169.254/32 dev eth0
-ip -n "$inet" link set eth0 up
-ip -n "$inet" link set lo up
-ip -n "$inet" route add default via 198.51.100.1
-ip route add 169.254.169.254/32 dev "$veth"
-cat >>/etc/hosts <<EOF2
-198.51.100.10 allowed.cloche.test denied.cloche.test $hosts_tag
-198.51.100.1 node.cloche.test $hosts_tag
-169.254.169.254 metadata.cloche.test $hosts_tag
-EOF2
+inet_up 198.51.100 "$work"
+ip -n "$INET_NS" addr add 169.254.169.254/32 dev eth0
+ip route add 169.254.169.254/32 dev "$INET_VETH"
+inet_host allowed.cloche.test denied.cloche.test 198.51.100.10
+inet_host node.cloche.test 198.51.100.1
+inet_host metadata.cloche.test 169.254.169.254
 host_port=$(free_port)
 host_ip=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
 [[ -n $host_ip ]] || host_ip=$(hostname -I | cut -d' ' -f1)
-serve "$inet" 198.51.100.10 8080 allowed-server-ok
-serve "$inet" 198.51.100.10 8081 denied-server-ok
-serve "$inet" 169.254.169.254 80 metadata-secret
-serve 0.0.0.0 "$host_port" host-service
-serve 198.51.100.1 8083 node-own-service
+inet_serve "$INET_NS" 198.51.100.10 8080 allowed-server-ok
+inet_serve "$INET_NS" 198.51.100.10 8081 denied-server-ok
+inet_serve "$INET_NS" 169.254.169.254 80 metadata-secret
+inet_serve 0.0.0.0 "$host_port" host-service
+inet_serve 198.51.100.1 8083 node-own-service
 sleep 0.5
 internet_up() { curl -s -m 3 http://allowed.cloche.test:8080/ | grep -q allowed-server-ok; }
 check "the test internet answers from the host (so refusals below are the sandbox's)" internet_up

@@ -86,6 +86,13 @@ node_log_is_json() {
 	fi
 }
 
+# node_preflight: stops the test (one not-ok line) when the agent is not
+# built or there is no template to make sandboxes from.
+node_preflight() {
+	[[ -x $NODE_BIN ]] || { not_ok "$NODE_BIN is built (make all)"; tap_exit; }
+	[[ -n "$(sb_latest_template desktop)" ]] || { not_ok "a desktop template exists (make template)"; tap_exit; }
+}
+
 node_cleanup() {
 	[[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null
 	local d id

@@ -14,5 +14,6 @@ Suite *suite_http_client(void);
 Suite *suite_http_server(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
+Suite *suite_compat(void);
 
 #endif

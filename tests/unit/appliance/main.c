@@ -9,6 +9,7 @@ int main(void)
 	int failed;
 
 	srunner_add_suite(sr, suite_memguard());
+	srunner_add_suite(sr, suite_compat());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
