@@ -806,22 +806,37 @@ int hsrv_req_header(const struct hsrv_req *req, const char *name, char *out, siz
 	char key[128];
 	int n;
 
+	if (len)
+		out[0] = '\0';
 	/* lws keeps custom headers with their ':' and lower-case names. */
 	n = snprintf(key, sizeof(key), "%s:", name);
 	if (n <= 0 || (size_t)n >= sizeof(key))
-		return -1;
+		return HSRV_HDR_ABSENT;
 	for (char *k = key; *k; k++)
 		*k = (char)(*k >= 'A' && *k <= 'Z' ? *k + 32 : *k);
 	for (int tok = 0; tok < WSI_TOKEN_COUNT; tok++) {
 		const unsigned char *tn = lws_token_to_string((enum lws_token_indexes)tok);
 		if (tn && strcasecmp((const char *)tn, key) == 0) {
-			if (lws_hdr_total_length(wsi, (enum lws_token_indexes)tok) >= (int)len)
-				return -1;
-			return lws_hdr_copy(wsi, out, (int)len, (enum lws_token_indexes)tok) < 0 ? -1 : (int)strlen(out);
+			int total = lws_hdr_total_length(wsi, (enum lws_token_indexes)tok);
+			if (total <= 0)
+				return HSRV_HDR_ABSENT;
+			if (total >= (int)len)
+				return HSRV_HDR_TOO_LONG;
+			if (lws_hdr_copy(wsi, out, (int)len, (enum lws_token_indexes)tok) < 0) {
+				out[0] = '\0';
+				return HSRV_HDR_TOO_LONG;
+			}
+			return (int)strlen(out);
 		}
 	}
 	n = lws_hdr_custom_length(wsi, key, (int)strlen(key));
-	if (n < 0 || n >= (int)len)
-		return -1;
-	return lws_hdr_custom_copy(wsi, out, (int)len, key, (int)strlen(key)) < 0 ? -1 : n;
+	if (n < 0)
+		return HSRV_HDR_ABSENT;
+	if (n >= (int)len)
+		return HSRV_HDR_TOO_LONG;
+	if (lws_hdr_custom_copy(wsi, out, (int)len, key, (int)strlen(key)) < 0) {
+		out[0] = '\0';
+		return HSRV_HDR_TOO_LONG;
+	}
+	return n;
 }

@@ -82,8 +82,16 @@ int hsrv_run(struct hsrv *srv);
 /* Makes hsrv_run() return after the current iteration.  Loop thread only. */
 void hsrv_stop(struct hsrv *srv);
 
-/* Copies request header `name` (case-insensitive, without ':') into out.
- * Returns its length, or -1 when absent or longer than out. */
+/* hsrv_req_header()'s answers other than a length. */
+#define HSRV_HDR_ABSENT (-1)   /* no such header, or an empty one */
+#define HSRV_HDR_TOO_LONG (-2) /* present, but it does not fit in out */
+
+/* Copies request header `name` (case-insensitive, without ':') into out,
+ * NUL-terminated.  Returns its length (> 0, or 0 for a present but empty
+ * custom header), HSRV_HDR_ABSENT, or HSRV_HDR_TOO_LONG; out is "" unless a
+ * length is returned.  A caller that checks a header (Host, Origin, a
+ * version, a credential) must refuse the request on HSRV_HDR_TOO_LONG: it is
+ * there, only unreadable, and must never pass as absent. */
 int hsrv_req_header(const struct hsrv_req *req, const char *name, char *out, size_t len);
 
 /* Adds a response header (e.g. "Mcp-Session-Id").  Returns 0, or -1 when

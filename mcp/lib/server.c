@@ -15,7 +15,7 @@
  * turns into a text/event-stream at the first progress notification, and
  * the result is the stream's last event. */
 #include "mcp/lib/mcp.h"
-#include "mcp/lib/hostcheck.h"
+#include "common/hostcheck.h"
 #include "mcp/lib/jsonrpc.h"
 #include "mcp/lib/result.h"
 #include "mcp/lib/schema.h"
@@ -455,6 +455,46 @@ static bool header_has(const struct hsrv_req *req, const char *name, const char 
 	return hsrv_req_header(req, name, v, sizeof(v)) >= 0 && strcasestr(v, needle);
 }
 
+/* Reads Mcp-Session-Id into sid.  Answers the request itself (400 when
+ * missing, 404 when it cannot be one of ours, too long included) and returns
+ * false, or returns true with a well-formed id in sid. */
+static bool session_header(const struct hsrv_req *req, struct hsrv_resp *resp, char *sid, size_t len)
+{
+	int n = hsrv_req_header(req, "Mcp-Session-Id", sid, len);
+
+	if (n == HSRV_HDR_ABSENT || n == 0) {
+		refuse(resp, 400, "Bad Request: Mcp-Session-Id header is required");
+		return false;
+	}
+	if (n < 0 || !mcp_session_id_valid(sid)) {
+		refuse(resp, 404, "Session not found");
+		return false;
+	}
+	return true;
+}
+
+/* Host and Origin, when present, must name this sandbox or a configured
+ * name; one present but too long to read is refused, never skipped.
+ * Answers the request (403) and returns false, or returns true. */
+static bool origin_ok(const struct mcp_server *s, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	char host[256], origin[512];
+	int n = hsrv_req_header(req, "Host", host, sizeof(host));
+
+	if (n == HSRV_HDR_TOO_LONG || (n > 0 && !hostcheck_host_allowed(host, s->allowed))) {
+		log_warn("mcp refused host", "{s:s}", "host", n > 0 ? host : "(too long)");
+		refuse(resp, 403, "Forbidden: Host `%s` is not allowed", n > 0 ? host : "(too long)");
+		return false;
+	}
+	n = hsrv_req_header(req, "Origin", origin, sizeof(origin));
+	if (n == HSRV_HDR_TOO_LONG || (n > 0 && !hostcheck_origin_allowed(origin, s->allowed))) {
+		log_warn("mcp refused origin", "{s:s}", "origin", n > 0 ? origin : "(too long)");
+		refuse(resp, 403, "Forbidden: Origin `%s` is not allowed", n > 0 ? origin : "(too long)");
+		return false;
+	}
+	return true;
+}
+
 static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct post_ctx p = {.s = s, .req = req, .resp = resp};
@@ -464,7 +504,7 @@ static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct
 	struct mcp_msg m;
 	json_t *result = NULL;
 	uint64_t t0 = util_now_ms();
-	int code;
+	int code, n;
 
 	if (!header_has(req, "Accept", "application/json") || !header_has(req, "Accept", "text/event-stream"))
 		return refuse(resp, 406, "Not Acceptable: Client must accept both application/json and text/event-stream");
@@ -491,11 +531,14 @@ static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct
 					  mcp_rpc_error(m.id, MCP_INVALID_PARAMS, e.msg));
 		return reply_json(resp, 200, mcp_rpc_result(m.id, result));
 	}
-	if (hsrv_req_header(req, "Mcp-Session-Id", sid, sizeof(sid)) < 0 || !sid[0])
-		return refuse(resp, 400, "Bad Request: Mcp-Session-Id header is required");
-	if (!mcp_session_id_valid(sid) || !mcp_sessions_get(s->sessions, sid, util_now_ms()))
+	if (!session_header(req, resp, sid, sizeof(sid)))
+		return;
+	if (!mcp_sessions_get(s->sessions, sid, util_now_ms()))
 		return refuse(resp, 404, "Session not found");
-	if (hsrv_req_header(req, "MCP-Protocol-Version", ver, sizeof(ver)) > 0 && !header_version_ok(ver))
+	n = hsrv_req_header(req, "MCP-Protocol-Version", ver, sizeof(ver));
+	if (n == HSRV_HDR_TOO_LONG)
+		return refuse(resp, 400, "Bad Request: Unsupported protocol version (too long)");
+	if (n > 0 && !header_version_ok(ver))
 		return refuse(resp, 400, "Bad Request: Unsupported protocol version: %s", ver);
 	p.session = sid;
 	if (m.kind != MCP_MSG_REQUEST) {
@@ -531,24 +574,16 @@ static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct
 static void handle_mcp(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct mcp_server *s = ud;
-	char host[256], origin[512], sid[MCP_SESSION_ID_MAX + 2];
+	char sid[MCP_SESSION_ID_MAX + 2];
 
-	/* An absent header reads as "" here. */
-	if (hsrv_req_header(req, "Host", host, sizeof(host)) > 0 && !mcp_host_allowed(host, s->allowed)) {
-		log_warn("mcp refused host", "{s:s}", "host", host);
-		return refuse(resp, 403, "Forbidden: Host `%s` is not allowed", host);
-	}
-	if (hsrv_req_header(req, "Origin", origin, sizeof(origin)) > 0 &&
-	    !mcp_origin_allowed(origin, s->allowed)) {
-		log_warn("mcp refused origin", "{s:s}", "origin", origin);
-		return refuse(resp, 403, "Forbidden: Origin `%s` is not allowed", origin);
-	}
+	if (!origin_ok(s, req, resp))
+		return;
 	if (strcmp(req->method, "POST") == 0)
 		return handle_post(s, req, resp);
 	if (strcmp(req->method, "DELETE") == 0) {
-		if (hsrv_req_header(req, "Mcp-Session-Id", sid, sizeof(sid)) < 0 || !sid[0])
-			return refuse(resp, 400, "Bad Request: Mcp-Session-Id header is required");
-		if (!mcp_session_id_valid(sid) || mcp_sessions_end(s->sessions, sid))
+		if (!session_header(req, resp, sid, sizeof(sid)))
+			return;
+		if (mcp_sessions_end(s->sessions, sid))
 			return refuse(resp, 404, "Session not found");
 		cancel_calls(s, sid, NULL);
 		log_info("mcp session ended", "{s:s}", "session", sid);

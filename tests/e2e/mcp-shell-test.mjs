@@ -3,7 +3,7 @@
 // when anything failed.
 //
 //   node mcp-shell-test.mjs --url http://10.0.2.15:8889/mcp [--user agent]
-import { connect, call, textOf, tap, rawPost, rawSession, parseArgs } from './lib/mcp-client.mjs';
+import { connect, call, textOf, tap, rawPost, rawHostPost, rawSession, parseArgs } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 const url = args.url || 'http://127.0.0.1:8889/mcp';
@@ -186,6 +186,19 @@ await tap.step('raw', async () => {
   tap.check(r.status === 400, `unsupported MCP-Protocol-Version -> 400 (${r.status})`);
   r = await rawPost(url, { jsonrpc: '2.0', id: 51, method: 'ping' }, { session: sid, headers: { origin: 'http://evil.example.com' } });
   tap.check(r.status === 403, `foreign Origin -> 403 (${r.status})`);
+  // Headers too long for the server's buffers are refused, not skipped.
+  const long = 'a'.repeat(300);
+  const ping = { jsonrpc: '2.0', id: 53, method: 'ping' };
+  let h = await rawHostPost(url, ping, { host: `${long}.evil.example.com`, 'mcp-session-id': sid });
+  tap.check(h.status === 403, `a 300-character foreign Host -> 403 (${h.status})`);
+  h = await rawHostPost(url, ping, { host: 'evil.example.com', 'mcp-session-id': sid });
+  tap.check(h.status === 403, `a foreign Host -> 403 (${h.status})`);
+  r = await rawPost(url, ping, { session: sid, headers: { origin: `http://${long}.evil.example.com` } });
+  tap.check(r.status === 403, `a 300-character foreign Origin -> 403 (${r.status})`);
+  r = await rawPost(url, ping, { session: sid, headers: { 'mcp-protocol-version': `2025-06-18${long}` } });
+  tap.check(r.status === 400, `an over-long MCP-Protocol-Version -> 400 (${r.status})`);
+  r = await rawPost(url, ping, { session: `${sid}${long}` });
+  tap.check(r.status === 404, `an over-long Mcp-Session-Id -> 404 (${r.status})`);
   r = await rawPost(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { session: sid });
   tap.check(r.status === 202 && r.text === '', `a notification -> 202 with no body (${r.status})`);
   r = await fetch(url, { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid } });

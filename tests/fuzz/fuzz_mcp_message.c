@@ -3,7 +3,7 @@
  * against a tool's input schema, and the Host/Origin checks (the same bytes
  * reused as a header value). */
 #include "common/json.h"
-#include "mcp/lib/hostcheck.h"
+#include "common/hostcheck.h"
 #include "mcp/lib/jsonrpc.h"
 #include "mcp/lib/schema.h"
 
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size = size < sizeof(header) - 1 ? size : sizeof(header) - 1;
 	memcpy(header, data, size);
 	header[size] = '\0';
-	mcp_host_allowed(header, "*.cloche.localhost,example.test");
-	mcp_origin_allowed(header, "*.cloche.localhost");
+	hostcheck_host_allowed(header, "*.cloche.localhost,example.test");
+	hostcheck_origin_allowed(header, "*.cloche.localhost");
 	return 0;
 }

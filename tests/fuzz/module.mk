@@ -12,7 +12,7 @@ FUZZ_COMMON := common/err.c common/util.c common/buf.c
 
 FUZZ_SRCS_init-config := tests/fuzz/fuzz_init_config.c appliance/init/config.c
 FUZZ_SRCS_mcp-message := tests/fuzz/fuzz_mcp_message.c common/json.c mcp/lib/jsonrpc.c \
-	mcp/lib/schema.c mcp/lib/hostcheck.c
+	mcp/lib/schema.c common/hostcheck.c
 FUZZ_SRCS_cfg-file := tests/fuzz/fuzz_cfg_file.c common/cfg.c
 FUZZ_SRCS_egress := tests/fuzz/fuzz_egress.c node-agent/na_egress_policy.c node-agent/na_egress_http.c \
 	common/log.c

@@ -65,6 +65,24 @@ export async function rawPost(url, body, { session, headers = {}, accept = 'appl
   return { status: res.status, headers: res.headers, text, json };
 }
 
+// One POST through node:http, which (unlike fetch) sends the Host header it
+// is given.  Returns {status, text}.
+export async function rawHostPost(url, body, headers) {
+  const { request } = await import('node:http');
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } },
+    (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end(typeof body === 'string' ? body : JSON.stringify(body));
+  });
+}
+
 // initialize + notifications/initialized over raw HTTP; returns the session id.
 export async function rawSession(url, version = '2025-06-18') {
   const r = await rawPost(url, {

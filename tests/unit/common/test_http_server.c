@@ -48,9 +48,15 @@ static void h_echo(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 
 static void h_header(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
-	char v[32];
+	char v[32], host[16];
+	int n = hsrv_req_header(req, "X-Cloche-Test", v, sizeof(v));
 	(void)ud;
-	if (hsrv_req_header(req, "X-Cloche-Test", v, sizeof(v)) < 0)
+	/* A known header (Host) and a custom one, each too long for its buffer. */
+	if (hsrv_req_header(req, "Host", host, sizeof(host)) == HSRV_HDR_TOO_LONG)
+		hsrv_resp_error(resp, 431, NULL, "Host too long");
+	else if (n == HSRV_HDR_TOO_LONG)
+		hsrv_resp_error(resp, 431, NULL, "X-Cloche-Test too long");
+	else if (n < 0)
 		hsrv_resp_error(resp, 400, NULL, "no X-Cloche-Test header");
 	else
 		hsrv_resp_text(resp, 200, "text/plain", v);
@@ -271,6 +277,22 @@ START_TEST(reads_bodies_and_headers)
 }
 END_TEST
 
+/* Present but longer than the caller's buffer is not the same as absent. */
+START_TEST(tells_a_too_long_header_from_an_absent_one)
+{
+	const char *long_custom[] = {"X-Cloche-Test: 0123456789012345678901234567890123456789", NULL};
+	const char *long_host[] = {"Host: a-host-name-longer-than-sixteen.example", "X-Cloche-Test: x", NULL};
+	char *body = NULL;
+
+	ck_assert_int_eq(call("GET", "/header", NULL, long_custom, &body), 431);
+	ck_assert_ptr_nonnull(strstr(body, "X-Cloche-Test too long"));
+	free(body);
+	ck_assert_int_eq(call("GET", "/header", NULL, long_host, &body), 431);
+	ck_assert_ptr_nonnull(strstr(body, "Host too long"));
+	free(body);
+}
+END_TEST
+
 START_TEST(rejects_oversized_body_and_keeps_serving)
 {
 	char big[4096];
@@ -359,6 +381,7 @@ Suite *suite_http_server(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, routes_by_method_and_path);
 	tcase_add_test(tc, reads_bodies_and_headers);
+	tcase_add_test(tc, tells_a_too_long_header_from_an_absent_one);
 	tcase_add_test(tc, rejects_oversized_body_and_keeps_serving);
 	tcase_add_test(tc, runs_timers_and_watches_fds);
 	tcase_add_test(tc, refuses_a_taken_port);

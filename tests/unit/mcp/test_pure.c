@@ -2,7 +2,7 @@
  * answers, the session table, Host/Origin checks, schema checks of tool
  * arguments, output caps and UTF-8 cleaning.  Table-driven. */
 #include "mcp/lib/cap.h"
-#include "mcp/lib/hostcheck.h"
+#include "common/hostcheck.h"
 #include "mcp/lib/jsonrpc.h"
 #include "mcp/lib/schema.h"
 #include "mcp/lib/session.h"
@@ -158,8 +158,8 @@ START_TEST(checks_host_and_origin)
 	};
 
 	for (size_t i = 0; i < N(cases); i++) {
-		bool got = cases[i].origin ? mcp_origin_allowed(cases[i].v, cases[i].allowed)
-					   : mcp_host_allowed(cases[i].v, cases[i].allowed);
+		bool got = cases[i].origin ? hostcheck_origin_allowed(cases[i].v, cases[i].allowed)
+					   : hostcheck_host_allowed(cases[i].v, cases[i].allowed);
 		ck_assert_msg(got == cases[i].ok, "%s (allowed %s): %d", cases[i].v, cases[i].allowed, got);
 	}
 }

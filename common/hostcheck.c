@@ -1,7 +1,7 @@
 /* Host/Origin checks; see hostcheck.h.  Both reduce the header to a bare
  * lower-case host name (no port, no brackets) and compare it with the
  * built-in names and the configured list. */
-#include "mcp/lib/hostcheck.h"
+#include "common/hostcheck.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -68,7 +68,7 @@ static bool name_allowed(const char *name, const char *allowed)
 	return false;
 }
 
-bool mcp_host_allowed(const char *host, const char *allowed)
+bool hostcheck_host_allowed(const char *host, const char *allowed)
 {
 	char name[256];
 
@@ -77,7 +77,7 @@ bool mcp_host_allowed(const char *host, const char *allowed)
 	return name_allowed(name, allowed);
 }
 
-bool mcp_origin_allowed(const char *origin, const char *allowed)
+bool hostcheck_origin_allowed(const char *origin, const char *allowed)
 {
 	const char *p, *end;
 	char name[256];
