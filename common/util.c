@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,5 +81,40 @@ int util_mkdir_parents(const char *path, mode_t mode)
 			return -1;
 		*p = '/';
 	}
+	return 0;
+}
+
+int util_random_token(char *out, size_t outlen, size_t nbytes)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned char rnd[64];
+	size_t got = 0, o = 0;
+	unsigned bits = 0, acc = 0;
+
+	if (nbytes > sizeof(rnd) || outlen < (nbytes * 8 + 5) / 6 + 1) {
+		errno = ERANGE;
+		return -1;
+	}
+	while (got < nbytes) {
+		ssize_t r = getrandom(rnd + got, nbytes - got, 0);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	for (size_t i = 0; i < nbytes; i++) {
+		acc = (acc << 8) | rnd[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			out[o++] = alphabet[(acc >> bits) & 63];
+		}
+	}
+	if (bits)
+		out[o++] = alphabet[(acc << (6 - bits)) & 63];
+	out[o] = '\0';
+	explicit_bzero(rnd, sizeof(rnd));
 	return 0;
 }

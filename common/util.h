@@ -43,6 +43,11 @@ int util_mkdir_parents(const char *path, mode_t mode);
 /* Monotonic clock in milliseconds. */
 uint64_t util_now_ms(void);
 
+/* A secret for a URL: nbytes from getrandom(2) in unpadded base64url
+ * ([A-Za-z0-9_-], 4 characters per 3 bytes) into out.  0, or -1 with errno
+ * set (out too small for the text and its NUL: ERANGE). */
+int util_random_token(char *out, size_t outlen, size_t nbytes);
+
 /* Wall clock formatted as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
 void util_rfc3339(char *out, size_t len);
 

@@ -29,6 +29,7 @@ struct na_sb {
 	long long boot_ms;  /* create to ready; -1 when adopted */
 	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
 	char reason[160];   /* why it is "failed" */
+	char vnc_secret[40]; /* cloche-vnc's secret (docs/vnc.md); "" for none */
 	struct na_sb *next;
 };
 

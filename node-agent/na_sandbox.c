@@ -190,6 +190,10 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	snprintf(s->template, sizeof(s->template), "%s", tpl);
 	snprintf(s->state, sizeof(s->state), "starting");
+	if (util_random_token(s->vnc_secret, sizeof(s->vnc_secret), 18) == -1) {
+		free(s);
+		return err_set(e, errno, "create %s: random secret", id);
+	}
 	util_rfc3339(s->created_at, sizeof(s->created_at));
 	s->lim = *lim;
 	s->egress = *pol;
@@ -436,11 +440,12 @@ static int write_meta(struct na_node *n, const struct na_sb *s, struct err *e)
 {
 	char path[1200];
 	AUTOJSON json_t *m = json_pack(
-		"{s:i, s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}, s:s, s:s, s:o, s:b}", "version", 1,
+		"{s:i, s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}, s:s, s:s, s:o, s:b, s:s}", "version", 1,
 		"id", s->id, "template", s->template, "created_at", s->created_at, "inner_addr",
 		NA_INNER_ADDR, "limits", "memory_mb", (json_int_t)s->lim.memory_mb, "cpus",
 		s->lim.cpus, "pids", (json_int_t)s->lim.pids, "runsc_root", n->runsc_root, "netns",
-		s->id, "egress", na_egress_policy_json(&s->egress), "pooled", s->pooled);
+		s->id, "egress", na_egress_policy_json(&s->egress), "pooled", s->pooled, "vnc_secret",
+		s->vnc_secret);
 
 	if (!m)
 		return err_set(e, ENOMEM, "meta.json");
@@ -503,7 +508,8 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	}
 	if (na_btrfs_snapshot(tpl, rootfs, e) == -1 || na_netns_create(id, e) == -1 ||
 	    apply_egress(n, id, &copy.egress, e) == -1 ||
-	    na_spec_write(bundle, id, rootfs, &copy.lim, e) == -1 || write_meta(n, &copy, e) == -1)
+	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, e) == -1 ||
+	    write_meta(n, &copy, e) == -1)
 		goto fail;
 	t_run = util_now_ms();
 	if (na_runsc_run(n->runsc_root, id, bundle, log_path, e) == -1)
@@ -601,7 +607,7 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
  * what is needed. */
 static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 {
-	const char *tpl = NULL, *created = NULL;
+	const char *tpl = NULL, *created = NULL, *secret = NULL;
 	json_t *lim = NULL, *v;
 	struct na_sb *s;
 	struct err e = ERR_INIT;
@@ -617,6 +623,8 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 	snprintf(s->template, sizeof(s->template), "%s", tpl);
 	snprintf(s->created_at, sizeof(s->created_at), "%s", created);
 	snprintf(s->state, sizeof(s->state), "ready");
+	if (cj_get_str(meta, "vnc_secret", "", &secret, NULL) == 0)
+		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
 	s->boot_ms = -1;
 	s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
 	s->lim = na_default_limits;
@@ -755,6 +763,8 @@ static json_t *sb_json(const struct na_sb *s)
 	if (!j)
 		return NULL;
 	json_object_set_new(j, "egress", na_egress_policy_json(&s->egress));
+	if (s->vnc_secret[0])
+		json_object_set_new(j, "vnc_secret", json_string(s->vnc_secret));
 	if (s->boot_ms >= 0)
 		json_object_set_new(j, "boot_ms", json_integer(s->boot_ms));
 	if (s->pooled)

@@ -28,10 +28,11 @@ long long na_spec_reserve_mb(long long memory_mb);
 long long na_spec_host_pids(long long pids);
 
 /* Writes bundle_dir/config.json for sandbox id with rootfs as its root,
- * cloche-init as process, the S-<id> netns and the given limits.  The file
- * is written to a temporary name and renamed.  0 or -1 with e set. */
+ * cloche-init as process, the S-<id> netns and the given limits; a
+ * non-empty vnc_secret goes to the guest as CLOCHE_VNC_SECRET.  The file is
+ * written to a temporary name and renamed.  0 or -1 with e set. */
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
-		  const struct na_limits *lim, struct err *e);
+		  const struct na_limits *lim, const char *vnc_secret, struct err *e);
 
 /* Writes v to path atomically: path.tmp, fsync, rename.  0 or -1. */
 int na_json_save(const char *path, const json_t *v, struct err *e);

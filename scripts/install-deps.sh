@@ -13,7 +13,7 @@ PKGS=(
 	# sandboxes: btrfs pool, template build, netns (runsc: see below)
 	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC
-	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool libjpeg-turbo-progs
+	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool libjpeg-turbo-progs openssl
 	# node for the end-to-end clients (playwright-core, MCP SDK)
 	nodejs
 )

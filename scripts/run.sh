@@ -28,6 +28,7 @@ else
 	sb_wait_ready "$id" 180
 fi
 
+secret=$(sb_vnc_secret "$id")
 fw_start "$id" "${CLOCHE_NOVNC_PORT:-6080}" 6080
 fw_start "$id" "${CLOCHE_VNC_PORT:-5900}" 5900
 fw_start "$id" "${CLOCHE_HEALTH_PORT:-18080}" 8080
@@ -38,8 +39,8 @@ fw_start "$id" "${CLOCHE_BROWSER_PORT:-7999}" 7999
 cat <<MSG
 
 cloche is running (sandbox $id).
-  Desktop in a browser (noVNC):  http://127.0.0.1:${CLOCHE_NOVNC_PORT:-6080}/vnc.html?autoconnect=1&resize=scale
-  VNC client:                    127.0.0.1:${CLOCHE_VNC_PORT:-5900}  (e.g. vncviewer 127.0.0.1::${CLOCHE_VNC_PORT:-5900})
+  Desktop in a browser (noVNC):  http://127.0.0.1:${CLOCHE_NOVNC_PORT:-6080}/?secret=$secret
+  VNC client:                    127.0.0.1:${CLOCHE_VNC_PORT:-5900}  (e.g. vncviewer 127.0.0.1::${CLOCHE_VNC_PORT:-5900}; password ${secret:0:8})
   MCP servers (Streamable HTTP): shell   http://127.0.0.1:${CLOCHE_SHELL_PORT:-8889}/mcp
                                  desktop http://127.0.0.1:${CLOCHE_DESKTOP_PORT:-8100}/mcp   (computer use)
                                  browser http://127.0.0.1:${CLOCHE_BROWSER_PORT:-7999}/mcp   (playwright-mcp style tools)

@@ -53,7 +53,7 @@ static void on_upgrade(void *ctx, int fd, const char *peer)
 {
 	struct vnc_app *app = ctx;
 
-	vnc_server_adopt(app->srv, fd, peer);
+	vnc_server_adopt(app->srv, fd, peer, true);
 }
 
 struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
@@ -107,7 +107,9 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			err_wrap(e, "HTTP port");
 			goto fail;
 		}
-		app->http = vnc_http_new(http_fd, o->web_dir, on_upgrade, app, e);
+		app->http = vnc_http_new(http_fd, o->web_dir,
+					 &(struct vnc_http_guard){o->allowed_hosts, o->secret},
+					 on_upgrade, app, e);
 		if (!app->http)
 			goto fail;
 	}
@@ -115,7 +117,7 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b}", "display",
 		 o->display, "width", app->disp.width, "height", app->disp.height, "listen",
 		 o->listen, "rfb_port", o->rfb_port, "http_port", o->http_port, "web_dir",
-		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL);
+		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL || o->secret != NULL);
 	return app;
 fail:
 	vnc_app_stop(app);
@@ -146,7 +148,7 @@ static void accept_rfb(struct vnc_app *app)
 				log_warn("RFB accept failed", "{s:s}", "error", strerror(errno));
 			return;
 		}
-		vnc_server_adopt(app->srv, fd, peer);
+		vnc_server_adopt(app->srv, fd, peer, false);
 	}
 }
 

@@ -12,6 +12,7 @@
 
 #include "net.h"
 
+#include "common/hostcheck.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -55,6 +56,7 @@ struct vnc_http {
 	int dir_fd;
 	vnc_http_upgrade_fn upgrade;
 	void *ctx;
+	struct vnc_http_guard guard;
 	struct conn conns[MAX_CONNS];
 	int nconns;
 	/* Which connection each pollfd entry after the listener belongs to. */
@@ -146,6 +148,7 @@ static void reset_response(struct conn *c)
 struct request {
 	char *method, *target, *version;
 	const char *upgrade, *connection, *content_length, *transfer_encoding, *if_modified;
+	const char *host, *origin;
 };
 
 /* Parses the header block buf (NUL-terminated, without the final blank
@@ -191,6 +194,10 @@ static int parse_request(char *buf, struct request *r)
 			r->transfer_encoding = v;
 		else if (strcasecmp(line, "If-Modified-Since") == 0)
 			r->if_modified = v;
+		else if (strcasecmp(line, "Host") == 0)
+			r->host = v;
+		else if (strcasecmp(line, "Origin") == 0)
+			r->origin = v;
 	}
 	return 0;
 }
@@ -310,15 +317,91 @@ static int respond_error(struct conn *c, int status, const char *reason, bool he
 		       head_only);
 }
 
-/* The "/" redirect into noVNC with cloche's defaults merged into the
- * query the browser gave, if any. */
-static int respond_redirect(struct conn *c, const char *target, bool head_only)
+/* The value of key in the query of target (after '?'), as a pointer into
+ * target and a length; NULL when absent. */
+static const char *query_value(const char *target, const char *key, size_t *len)
 {
 	const char *q = strchr(target, '?');
+	size_t kl = strlen(key);
+
+	for (const char *p = q ? q + 1 : NULL; p && *p && *p != '#';) {
+		const char *end = p + strcspn(p, "&#");
+		if ((size_t)(end - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			*len = (size_t)(end - p) - kl - 1;
+			return p + kl + 1;
+		}
+		p = *end == '&' ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+bool vnc_http_query_has(const char *target, const char *key, const char *value)
+{
+	size_t len, vl = strlen(value);
+	const char *v = query_value(target, key, &len);
+	unsigned char diff = 0;
+
+	if (!v || len != vl)
+		return false;
+	for (size_t i = 0; i < vl; i++)
+		diff |= (unsigned char)(v[i] ^ value[i]);
+	return diff == 0;
+}
+
+/* Why a WebSocket upgrade may not go through: 0 when it may, else the HTTP
+ * status to answer, with a reason for the log and the body. */
+static int upgrade_refusal(const struct vnc_http *h, const struct request *r, const char **why)
+{
+	const char *allowed = h->guard.allowed_hosts;
+
+	if (r->host && !hostcheck_host_allowed(r->host, allowed)) {
+		*why = "Host is not allowed";
+		return 403;
+	}
+	if (r->origin && !hostcheck_origin_allowed(r->origin, allowed)) {
+		*why = "Origin is not allowed";
+		return 403;
+	}
+	if (h->guard.secret) {
+		size_t len;
+		if (!query_value(r->target, "secret", &len)) {
+			*why = "the secret is missing";
+			return 401;
+		}
+		if (!vnc_http_query_has(r->target, "secret", h->guard.secret)) {
+			*why = "the secret is wrong";
+			return 403;
+		}
+	}
+	return 0;
+}
+
+/* Whether s can go into a URL as it is (the secrets cloche makes can). */
+static bool url_safe(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
+			return false;
+	return n > 0;
+}
+
+/* The "/" redirect into noVNC with cloche's defaults merged into the
+ * query the browser gave, if any.  A ?secret=S becomes the WebSocket path
+ * and the VNC password too, so the one link connects without a prompt. */
+static int respond_redirect(struct conn *c, const char *target, bool head_only)
+{
+	const char *q = strchr(target, '?'), *secret;
 	char loc[1024], hdr[1100];
-	size_t n;
+	size_t n, slen;
 
 	n = (size_t)snprintf(loc, sizeof(loc), "vnc.html?%s", q ? q + 1 : "");
+	secret = query_value(target, "secret", &slen);
+	if (n < sizeof(loc) && secret && url_safe(secret, slen) &&
+	    !query_value(target, "path", &(size_t){0}))
+		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
+				      "&path=websockify%%3Fsecret%%3D%.*s&password=%.*s", (int)slen,
+				      secret, (int)slen, secret);
 	for (size_t i = 0; i < ARRAY_LEN(redirect_defaults) && n < sizeof(loc); i++) {
 		const char *d = redirect_defaults[i];
 		size_t keylen = (size_t)(strchr(d, '=') - d) + 1;
@@ -546,7 +629,16 @@ static bool conn_read(struct vnc_http *h, int i, uint64_t now)
 	if (strcmp(r.method, "GET") == 0 && r.upgrade && has_token(r.upgrade, "websocket")) {
 		int fd = c->fd;
 		char peer[64];
+		const char *why = NULL;
+		int refusal = upgrade_refusal(h, &r, &why);
 
+		if (refusal) {
+			log_warn("websocket refused", "{s:s, s:s, s:s, s:s}", "addr", c->peer, "reason",
+				 why, "host", r.host ? r.host : "", "origin", r.origin ? r.origin : "");
+			c->keep_alive = false;
+			respond_error(c, refusal, refusal == 401 ? "Unauthorized" : "Forbidden", false);
+			goto consume;
+		}
 		log_debug("websocket upgrade", "{s:s, s:s}", "addr", c->peer, "path", r.target);
 		memcpy(peer, c->peer, sizeof(peer));
 		conn_forget(h, i);
@@ -604,7 +696,8 @@ static void accept_all(struct vnc_http *h, uint64_t now)
 	}
 }
 
-struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir, vnc_http_upgrade_fn upgrade,
+struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir,
+			      const struct vnc_http_guard *guard, vnc_http_upgrade_fn upgrade,
 			      void *ctx, struct err *e)
 {
 	struct vnc_http *h = calloc(1, sizeof(*h));
@@ -617,6 +710,10 @@ struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir, vnc_http_upgra
 	h->listen_fd = listen_fd;
 	h->upgrade = upgrade;
 	h->ctx = ctx;
+	if (guard)
+		h->guard = *guard;
+	if (!h->guard.secret)
+		log_warn("no sandbox secret: WebSockets need only an allowed Host and Origin", NULL);
 	h->dir_fd = open(web_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (h->dir_fd == -1) {
 		err_set(e, errno, "open web directory `%s`", web_dir);

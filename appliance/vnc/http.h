@@ -7,10 +7,18 @@
  * unread, so libvncserver sees the handshake exactly as if the client had
  * connected to the RFB port.  Everything else is consumed and answered:
  *
- *   GET /            302 to vnc.html?autoconnect=1&resize=scale&reconnect=1
+ *   GET /            302 to vnc.html?autoconnect=1&resize=scale&reconnect=1;
+ *                    with ?secret=S, also path=websockify?secret=S and
+ *                    password=S, so that one link opens the desktop
  *   GET /<file>      the file under the web directory (GET and HEAD only);
  *                    .html pages get a one-line script that makes "scale"
  *                    the default resize mode of noVNC (still changeable)
+ *
+ * A WebSocket upgrade is handed over only when its Host and Origin (when
+ * present) are allowed (common/hostcheck.h: a web page elsewhere must not
+ * watch or drive the desktop through a visitor's browser), and, when the
+ * sandbox has a secret, when the request target carries it as ?secret=
+ * (401 without, 403 when wrong).
  *
  * Requests are bounded (8 KiB of headers, no bodies), connections are
  * non-blocking and time out, files go out with sendfile(). */
@@ -20,6 +28,7 @@
 #include "common/err.h"
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,11 +38,22 @@ struct vnc_http;
  * the callee's from then on. */
 typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer);
 
+/* Who may open a WebSocket.  Both strings must outlive the server. */
+struct vnc_http_guard {
+	const char *allowed_hosts; /* extra names for Host/Origin, or NULL */
+	const char *secret;        /* required as ?secret= when not NULL */
+};
+
 /* Serves web_dir on the listening socket listen_fd (ownership passes to the
  * server).  Returns the handle or NULL with e set (listen_fd is then
  * closed). */
-struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir, vnc_http_upgrade_fn upgrade,
+struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir,
+			      const struct vnc_http_guard *guard, vnc_http_upgrade_fn upgrade,
 			      void *ctx, struct err *e);
+
+/* Whether the query of target (after '?') has key=value with exactly this
+ * value, compared in constant time.  For tests and for the module. */
+bool vnc_http_query_has(const char *target, const char *key, const char *value);
 
 /* Fills up to cap pollfd entries for the listener and the connections and
  * returns how many; vnc_http_process() must get the same array back. */

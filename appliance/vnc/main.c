@@ -23,6 +23,7 @@ int main(int argc, char **argv)
 	case VNC_OPTIONS_EXIT:
 		return 0;
 	case VNC_OPTIONS_BAD:
+		vnc_options_free(&o);
 		fprintf(stderr, "cloche-vnc: %s\nTry `cloche-vnc --help`.\n", e.msg);
 		return 2;
 	case VNC_OPTIONS_RUN:
@@ -40,10 +41,12 @@ int main(int argc, char **argv)
 	app = vnc_app_start(&o, &e);
 	if (!app) {
 		log_error("start-up failed", "{s:s}", "error", e.msg);
+		vnc_options_free(&o);
 		return 1;
 	}
 	status = vnc_app_run(app);
 	vnc_app_stop(app);
+	vnc_options_free(&o);
 	log_info("cloche-vnc stopped", "{s:i}", "status", status);
 	return status;
 }

@@ -16,6 +16,7 @@ enum {
 	OPT_HTTP_PORT,
 	OPT_WEB_DIR,
 	OPT_PASSWORD_FILE,
+	OPT_ALLOWED_HOSTS,
 	OPT_NAME,
 	OPT_FRAME_MS,
 	OPT_VIEW_ONLY,
@@ -30,6 +31,7 @@ static const struct option long_opts[] = {
 	{"http-port", required_argument, NULL, OPT_HTTP_PORT},
 	{"web-dir", required_argument, NULL, OPT_WEB_DIR},
 	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+	{"allowed-hosts", required_argument, NULL, OPT_ALLOWED_HOSTS},
 	{"name", required_argument, NULL, OPT_NAME},
 	{"frame-ms", required_argument, NULL, OPT_FRAME_MS},
 	{"view-only", no_argument, NULL, OPT_VIEW_ONLY},
@@ -48,16 +50,22 @@ void vnc_options_usage(const char *prog, int to_stderr)
 		"\n"
 		"  --display NAME        X display to serve (default $DISPLAY)\n"
 		"  --listen ADDR         numeric address to listen on (default 0.0.0.0)\n"
-		"  --rfb-port N          RFB port, also accepts WebSockets; 0 = off (default 5900)\n"
+		"  --rfb-port N          RFB port for VNC clients; 0 = off (default 5900)\n"
 		"  --http-port N         noVNC web client + WebSocket port; 0 = off (default 6080)\n"
 		"  --web-dir DIR         noVNC files (default /usr/share/novnc)\n"
 		"  --password-file FILE  require VNC authentication; password is the\n"
 		"                        file's first line (VNC uses its first 8 bytes)\n"
+		"  --allowed-hosts LIST  names besides localhost, 127.0.0.1, ::1 and 10.0.2.15\n"
+		"                        that a WebSocket's Host and Origin may carry\n"
+		"                        (comma-separated, *.suffix; also CLOCHE_VNC_ALLOWED_HOSTS)\n"
 		"  --view-only           ignore keyboard and pointer input from viewers\n"
 		"  --name NAME           desktop name shown by viewers (default cloche)\n"
 		"  --frame-ms MS         least time between two screen grabs (default 20)\n"
 		"  --log-level LEVEL     debug, info, warn or error (default info)\n"
 		"  --help                show this text and exit\n"
+		"\n"
+		"CLOCHE_VNC_SECRET, when set, is the sandbox's secret: a WebSocket must\n"
+		"carry it as ?secret= and it is the VNC password (when no --password-file).\n"
 		"\n"
 		"Logs are JSON lines on stderr.  Exits 0 on SIGTERM/SIGINT, 1 when the\n"
 		"X connection is lost or start-up fails, 2 on bad flags.\n",
@@ -120,6 +128,9 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 		case OPT_PASSWORD_FILE:
 			o->password_file = optarg;
 			break;
+		case OPT_ALLOWED_HOSTS:
+			o->allowed_hosts = optarg;
+			break;
 		case OPT_NAME:
 			o->name = optarg;
 			break;
@@ -168,5 +179,29 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 		err_set(e, 0, "--rfb-port and --http-port are both 0: nothing to serve");
 		return VNC_OPTIONS_BAD;
 	}
+	if (!o->allowed_hosts)
+		o->allowed_hosts = getenv("CLOCHE_VNC_ALLOWED_HOSTS");
+	{
+		/* Keep a copy and wipe the value in place: /proc/<pid>/environ
+		 * shows the environment block as it is in memory. */
+		char *env = getenv("CLOCHE_VNC_SECRET");
+		if (env && *env) {
+			o->secret = strdup(env);
+			explicit_bzero(env, strlen(env));
+			if (!o->secret) {
+				err_set(e, ENOMEM, "secret");
+				return VNC_OPTIONS_BAD;
+			}
+		}
+	}
 	return VNC_OPTIONS_RUN;
+}
+
+void vnc_options_free(struct vnc_options *o)
+{
+	if (o->secret) {
+		explicit_bzero(o->secret, strlen(o->secret));
+		free(o->secret);
+		o->secret = NULL;
+	}
 }

@@ -17,6 +17,9 @@ struct vnc_options {
 	int http_port;             /* noVNC files + WebSocket; 0 disables */
 	const char *web_dir;       /* directory served on http_port */
 	const char *password_file; /* VNC password in its first line, or NULL */
+	const char *allowed_hosts; /* extra Host/Origin names for WebSockets, or NULL */
+	char *secret;              /* per-sandbox secret (CLOCHE_VNC_SECRET), or NULL;
+				    * a copy the caller frees with vnc_options_free() */
 	const char *name;          /* desktop name shown by viewers */
 	int frame_ms;              /* least time between two screen grabs */
 	bool view_only;            /* ignore every input event */
@@ -34,6 +37,9 @@ enum vnc_options_result {
  * VNC_OPTIONS_BAD, e holds a sentence for the user. */
 enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char **argv,
 					  struct err *e);
+
+/* Frees what vnc_options_parse() allocated (the secret, wiped first). */
+void vnc_options_free(struct vnc_options *o);
 
 /* Writes the usage text to the stream given (stdout for --help). */
 void vnc_options_usage(const char *prog, int to_stderr);

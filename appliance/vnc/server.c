@@ -33,6 +33,7 @@ struct vnc_server {
 	int clients;
 	unsigned long next_id;
 	const char *adopt_peer; /* peer of the socket being adopted right now */
+	bool adopt_via_web;     /* ... and whether the web port checked it */
 };
 
 /* libvncserver's messages are chatty and line-oriented; strip the newline
@@ -144,6 +145,14 @@ static enum rfbNewClientAction on_new_client(rfbClientPtr cl)
 	if (cl->wsctx)
 		transport = "websocket";
 #endif
+	/* libvncserver answers a WebSocket handshake on any socket; only the
+	 * web port checks Host, Origin and the secret first. */
+	if (strcmp(transport, "websocket") == 0 && !s->adopt_via_web) {
+		log_warn("refused a WebSocket on the RFB port (use the web port)", "{s:s}", "addr",
+			 s->adopt_peer ? s->adopt_peer : "unknown");
+		free(c);
+		return RFB_CLIENT_REFUSE;
+	}
 	c->id = ++s->next_id;
 	c->since_ms = util_now_ms();
 	if (s->adopt_peer)
@@ -221,6 +230,15 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 			free(s);
 			return NULL;
 		}
+	} else if (o->secret) {
+		/* The sandbox's secret doubles as the VNC password, for clients on
+		 * the RFB port (VNC authentication reads its first 8 bytes). */
+		s->passwords[0] = strdup(o->secret);
+		if (!s->passwords[0]) {
+			free(s);
+			err_set(e, ENOMEM, "password");
+			return NULL;
+		}
 	}
 	rfbLog = rfb_log;
 	rfbErr = rfb_err;
@@ -274,12 +292,14 @@ rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s)
 	return s->screen;
 }
 
-void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer)
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web)
 {
-	log_debug("connection handed to libvncserver", "{s:s}", "addr", peer);
+	log_debug("connection handed to libvncserver", "{s:s, s:b}", "addr", peer, "web", via_web);
 	s->adopt_peer = peer;
+	s->adopt_via_web = via_web;
 	rfbNewClientConnection(s->screen, fd);
 	s->adopt_peer = NULL;
+	s->adopt_via_web = false;
 }
 
 size_t vnc_server_pollfds(struct vnc_server *s, struct pollfd *fds, size_t cap)

@@ -36,8 +36,11 @@ rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s);
 
 /* Hands an accepted socket to libvncserver, which takes ownership: it
  * detects a WebSocket handshake on its own and otherwise speaks RFB.
- * peer is the client's address for the logs. */
-void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer);
+ * peer is the client's address for the logs.  via_web says the socket
+ * comes from the web port, whose handshake was checked (Host, Origin,
+ * secret); a WebSocket on any other socket is refused, since nobody
+ * checked it. */
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web);
 
 /* Appends a POLLIN entry for every socket libvncserver watches to fds
  * (capacity cap).  Returns the number appended. */

@@ -68,12 +68,14 @@ sb_net_down() {
 # processes and 8 x that + 1024 host tasks.
 sb_bundle() {
 	local id=$1 rootfs=$2 bundle=$3 width=${CLOCHE_SCREEN_WIDTH:-1280} height=${CLOCHE_SCREEN_HEIGHT:-800}
+	local secret
+	secret=$(sb_vnc_secret "$id") || return 1
 	local mem=${CLOCHE_MEMORY_MB:-2048} pids=${CLOCHE_PIDS:-1024} reserve
 	reserve=$((192 + mem / 8))
 	mkdir -p "$bundle"
 	(cd "$bundle" && rm -f config.json && runsc spec) || return 1
 	local caps='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FOWNER","CAP_SETUID","CAP_SETGID","CAP_KILL","CAP_NET_BIND_SERVICE","CAP_AUDIT_WRITE"]'
-	jq --arg root "$rootfs" --arg ns "/var/run/netns/S-$id" --arg id "$id" \
+	jq --arg root "$rootfs" --arg ns "/var/run/netns/S-$id" --arg id "$id" --arg secret "$secret" \
 		--arg w "$width" --arg h "$height" --argjson caps "$caps" \
 		--argjson mem "$mem" --argjson reserve "$reserve" --argjson pids "$pids" '
 		.root = {path: $root, readonly: false}
@@ -83,6 +85,7 @@ sb_bundle() {
 		| .process.cwd = "/"
 		| .process.env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"CLOCHE_SANDBOX_ID=" + $id, "CLOCHE_MEMORY_RESERVE_MB=" + ($reserve | tostring),
+			"CLOCHE_VNC_SECRET=" + $secret,
 			"SCREEN_WIDTH=" + $w, "SCREEN_HEIGHT=" + $h]
 		| .process.rlimits = [{type: "RLIMIT_NOFILE", hard: 1024, soft: 1024},
 			{type: "RLIMIT_NPROC", hard: $pids, soft: $pids}]
@@ -96,6 +99,19 @@ sb_bundle() {
 		| .linux.namespaces = [(.linux.namespaces[] | select(.type != "network")),
 			{type: "network", path: $ns}]
 		' "$bundle/config.json" >"$bundle/config.json.new" && mv "$bundle/config.json.new" "$bundle/config.json"
+}
+
+# sb_vnc_secret ID: prints the sandbox's VNC secret (docs/vnc.md), making
+# it on first use: 18 random bytes in base64url, kept 0600 in the sandbox's
+# directory.  noVNC opens with http://<6080>/?secret=<it>; VNC clients use
+# it as the password (its first 8 characters).
+sb_vnc_secret() {
+	local f
+	f="$(sb_dir "$1")/vnc-secret"
+	if [[ ! -s $f ]]; then
+		(umask 077 && head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$f") || return 1
+	fi
+	cat "$f"
 }
 
 # Newest template subvolume of a name, by modification time.

@@ -311,6 +311,65 @@ else
 	not_ok "second instance with --password-file --view-only starts"
 fi
 
+# ---------------------------------------------------------------- WebSocket guard
+# ws_code PORT PATH [HEADER...]: the status a WebSocket handshake gets.
+ws_code() {
+	local port=$1 path=$2
+	shift 2
+	curl -s -o /dev/null -m 5 -w '%{http_code}' -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+		-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+		"$@" "http://127.0.0.1:$port$path"
+}
+check "no secret: a WebSocket from a foreign Origin gets 403" \
+	test "$(ws_code "$HTTP" /websockify -H 'Origin: http://evil.example.com')" = 403
+check "no secret: a foreign Host gets 403" \
+	test "$(ws_code "$HTTP" /websockify -H 'Host: evil.example.com')" = 403
+check "no secret: a 300-character Host gets 403" \
+	test "$(ws_code "$HTTP" /websockify -H "Host: $(printf 'a%.0s' {1..300}).example.com")" = 403
+
+read -r RFB3 HTTP3 < <(free_ports $((RFB2 + 1))) || { not_ok "free ports"; exit 1; }
+SECRET=Zx9_k-2PqLmN4tVw8yB1cD0e
+CLOCHE_VNC_SECRET=$SECRET "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB3" \
+	--http-port "$HTTP3" --allowed-hosts '*.cloche.localhost' --log-level debug 2>"$WORK/vnc3.log" &
+VNC3_PID=$!
+PIDS+=("$VNC3_PID")
+if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc3.log"; then
+	origin="Origin: http://127.0.0.1:$HTTP3"
+	check "secret: a foreign Origin gets 403 even with the secret" \
+		test "$(ws_code "$HTTP3" "/websockify?secret=$SECRET" -H 'Origin: http://evil.example.com')" = 403
+	check "secret: no secret gets 401" test "$(ws_code "$HTTP3" /websockify -H "$origin")" = 401
+	check "secret: a wrong secret gets 403" \
+		test "$(ws_code "$HTTP3" "/websockify?secret=${SECRET}x" -H "$origin")" = 403
+	check "secret: the right secret and an allowed Origin get 101" \
+		test "$(ws_code "$HTTP3" "/websockify?secret=$SECRET" -H "$origin")" = 101
+	check "secret: an allowed proxy name (*.cloche.localhost) gets 101" \
+		test "$(ws_code "$HTTP3" "/websockify?secret=$SECRET" -H "Host: 6080-sb-1.cloche.localhost" \
+			-H "Origin: http://6080-sb-1.cloche.localhost")" = 101
+	check "secret: the process environment no longer shows it" \
+		bash -c '! tr "\0" "\n" </proc/$1/environ | grep -q "$2"' _ "$VNC3_PID" "$SECRET"
+	# The RFB port speaks RFB only: a WebSocket there skipped every check above.
+	ws_code "$RFB3" "/?secret=$SECRET" -H "$origin" >/dev/null
+	check "a WebSocket on the RFB port is refused" \
+		wait_for 5 grep -q 'refused a WebSocket on the RFB port' "$WORK/vnc3.log"
+	printf '%s\n' "$SECRET" >"$WORK/secret"
+	"$CLIENT" --port "$RFB3" --timeout 5 >/dev/null 2>&1
+	check "secret: an RFB client without the password is refused" test $? = 1
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --timeout 10 >/dev/null 2>&1
+	check "secret: an RFB client with it as the VNC password gets a frame" test $? = 0
+	hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP3/?secret=$SECRET")
+	check "GET /?secret= redirects to noVNC with the WebSocket path and the password" \
+		grep -qi "^Location: vnc.html?secret=$SECRET&path=websockify%3Fsecret%3D$SECRET&password=$SECRET&autoconnect=1" <<<"$hdrs"
+	# One click: noVNC in a real browser, from the short link alone.
+	node tests/e2e/novnc-test.mjs --url "http://127.0.0.1:$HTTP3/?secret=$SECRET" \
+		--out "$WORK" >"$WORK/novnc3.txt" 2>&1
+	check "noVNC in headless Chromium connects with the secret from one link" \
+		grep -q '^ok - noVNC connects' "$WORK/novnc3.txt"
+	check "... and that was a WebSocket through the web port" \
+		grep -q '"transport":"websocket"' "$WORK/vnc3.log"
+else
+	not_ok "an instance with CLOCHE_VNC_SECRET starts"
+fi
+
 # ---------------------------------------------------------------- shutdown
 kill -TERM "$VNC_PID"
 t0=$(date +%s%N)

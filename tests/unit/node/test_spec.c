@@ -70,9 +70,19 @@ START_TEST(limits_reach_the_spec)
 	struct err e = ERR_INIT;
 	json_t *spec, *res;
 
-	ck_assert_msg(na_spec_write(dir, "sb-1", "/pool/sandboxes/sb-1/rootfs", &lim, &e) == 0,
+	ck_assert_msg(na_spec_write(dir, "sb-1", "/pool/sandboxes/sb-1/rootfs", &lim,
+				    "s3cret-Token_1", &e) == 0,
 		      "%s", e.msg);
 	spec = load_spec();
+	{
+		/* The VNC secret reaches cloche-init through the environment. */
+		json_t *env = json_object_get(json_object_get(spec, "process"), "env"), *v;
+		size_t i;
+		bool found = false;
+		json_array_foreach(env, i, v)
+			found |= strcmp(json_string_value(v), "CLOCHE_VNC_SECRET=s3cret-Token_1") == 0;
+		ck_assert_msg(found, "CLOCHE_VNC_SECRET in process.env");
+	}
 	res = json_object_get(json_object_get(spec, "linux"), "resources");
 	/* 1024 MiB + 192 + 1024/8 MiB for gVisor. */
 	ck_assert_int_eq(na_spec_reserve_mb(1024), 320);
@@ -102,7 +112,7 @@ START_TEST(netns_and_mounts)
 	size_t i;
 	bool netns = false, tmp = false, host_bind = false;
 
-	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, &e) == 0, "%s", e.msg);
+	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, NULL, &e) == 0, "%s", e.msg);
 	spec = load_spec();
 	json_array_foreach(json_object_get(json_object_get(spec, "linux"), "namespaces"), i, ns)
 		if (strcmp(json_string_value(json_object_get(ns, "type")), "network") == 0)
