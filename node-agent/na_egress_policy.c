@@ -350,6 +350,29 @@ static bool zero(const uint8_t *b, size_t n)
 	return true;
 }
 
+/* 64:ff9b:1::/48 is for local NAT64 prefixes of any length from /48 to
+ * /96 (RFC 8215), and where the IPv4 address sits depends on that length
+ * (RFC 6052: bits 64-71 are always skipped).  The prefix in use is not known
+ * here, so every placement is decoded and any forbidden one refuses. */
+static bool nat64_local_forbidden(const uint8_t *b)
+{
+	static const uint8_t at[][4] = {
+		{6, 7, 9, 10},    /* /48 */
+		{7, 9, 10, 11},   /* /56 */
+		{9, 10, 11, 12},  /* /64 */
+		{12, 13, 14, 15}, /* /96 */
+	};
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		uint8_t v[4] = {b[at[i][0]], b[at[i][1]], b[at[i][2]], b[at[i][3]]};
+		uint32_t v4;
+		memcpy(&v4, v, 4);
+		if (forbidden_v4(v4))
+			return true;
+	}
+	return false;
+}
+
 static bool forbidden_v6(const struct in6_addr *a)
 {
 	const uint8_t *b = a->s6_addr;
@@ -373,6 +396,18 @@ static bool forbidden_v6(const struct in6_addr *a)
 		if (forbidden_v4(v4))
 			return true;
 	}
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) { /* Teredo 2001::/32 */
+		/* The server's address, and the client's, stored inverted. */
+		memcpy(&v4, b + 4, 4);
+		if (forbidden_v4(v4))
+			return true;
+		memcpy(&v4, b + 12, 4);
+		if (forbidden_v4(~v4))
+			return true;
+	}
+	if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1 &&
+	    nat64_local_forbidden(b))                      /* 64:ff9b:1::/48 */
+		return true;
 	return is_host_v6(a);
 }
 

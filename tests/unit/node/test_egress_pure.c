@@ -301,6 +301,21 @@ START_TEST(addr_table)
 		{"::ffff:0:169.254.169.254", true}, {"::ffff:0:203.0.113.1", false},
 		{"64:ff9b::7f00:1", true}, {"64:ff9b::a9fe:a9fe", true},
 		{"64:ff9b::198.51.100.7", false}, {"2002:7f00:1::1", true},
+		/* local-use NAT64 (64:ff9b:1::/48), 127.0.0.1 at each placement */
+		{"64:ff9b:1:7f00:0:100::", true},      /* /48 */
+		{"64:ff9b:1:7f:0:1::", true},          /* /56 */
+		{"64:ff9b:1:0:7f:0:100:0", true},      /* /64 */
+		{"64:ff9b:1::7f00:1", true},           /* /96 */
+		{"64:ff9b:1::a9fe:a9fe", true},        /* /96, the metadata address */
+		/* public however the prefix is read; one that reads as private at
+		 * any placement (often 0.x.x.x from zero bits) is refused */
+		{"64:ff9b:1:3333:33:3333:c633:6407", false},
+		{"64:ff9b:1:c633:6400:700::", true},
+		/* Teredo: the client address is stored inverted in the last 32 bits */
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", true},  /* client 127.0.0.1 */
+		{"2001:0:4136:e378:8000:63bf:f5ff:fffe", true},  /* client 10.0.0.1 */
+		{"2001:0:a00:1:8000:63bf:3fff:fdd2", true},      /* server 10.0.0.1 */
+		{"2001:0:4136:e378:8000:63bf:39cc:9bf8", false}, /* 198.51.100.7 */
 		{"2002:c633:6407::1", false},
 	};
 	size_t i;
