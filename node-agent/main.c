@@ -95,7 +95,7 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 }
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
-enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT };
+enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS };
 
 struct job {
 	struct agent *a;
@@ -103,6 +103,7 @@ struct job {
 	enum job_kind kind;
 	char id[32];   /* the sandbox; for JOB_IMPORT the imported template */
 	char file[1024];
+	struct na_egress_policy pol; /* JOB_EGRESS */
 	int status;
 	json_t *body;
 };
@@ -146,6 +147,13 @@ static void *job_thread(void *arg)
 			j->body = json_pack("{s:s, s:s}", "id", j->id, "state", "destroyed");
 		}
 		break;
+	case JOB_EGRESS:
+		rc = na_node_egress_run(j->a->node, j->id, &j->pol, &e);
+		if (rc == 0) {
+			j->status = 200;
+			j->body = na_node_get_json(j->a->node, j->id);
+		}
+		break;
 	default:
 		rc = na_node_import_template(j->a->node, j->file, name, sizeof(name), &e);
 		if (rc == 0) {
@@ -169,7 +177,8 @@ static void *job_thread(void *arg)
 }
 
 static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
-		      enum job_kind kind, const char *id, const char *file)
+		      enum job_kind kind, const char *id, const char *file,
+		      const struct na_egress_policy *pol)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	pthread_t th;
@@ -183,6 +192,8 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	j->kind = kind;
 	snprintf(j->id, sizeof(j->id), "%s", id ? id : "");
 	snprintf(j->file, sizeof(j->file), "%s", file ? file : "");
+	if (pol)
+		j->pol = *pol;
 	j->defer = hsrv_defer(req, job_gone, j);
 	if (!j->defer) {
 		free(j);
@@ -194,6 +205,8 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	atomic_fetch_add(&a->jobs, 1);
 	if (pthread_create(&th, &attr, job_thread, j) != 0) {
 		atomic_fetch_sub(&a->jobs, 1);
+		if (kind == JOB_EGRESS)
+			na_node_egress_cancel(a->node, j->id);
 		/* Answer through the handle; resp is no longer ours to fill. */
 		j->status = 500;
 		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",
@@ -222,7 +235,7 @@ static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	if (claimed) /* a warm pool member: ready now */
 		hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
 	else
-		start_job(a, req, resp, JOB_CREATE, id, NULL);
+		start_job(a, req, resp, JOB_CREATE, id, NULL, NULL);
 }
 
 static const char *path_id(const struct hsrv_req *req)
@@ -266,7 +279,7 @@ static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
 		return;
 	}
-	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL);
+	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL, NULL);
 }
 
 /* PUT /v1/sandboxes/{id}/egress */
@@ -275,6 +288,7 @@ static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	struct agent *a = ud;
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
+	struct na_egress_policy pol;
 	char id[64];
 	const char *rest = path_id(req), *slash = strchr(rest, '/');
 
@@ -291,13 +305,13 @@ static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		resp_err(resp, &e);
 		return;
 	}
-	if (!na_valid_id(id) || na_node_set_egress(a->node, id, body, &e) == -1) {
+	if (!na_valid_id(id) || na_node_egress_begin(a->node, id, body, &pol, &e) == -1) {
 		if (!na_valid_id(id))
 			err_http(&e, 404, "no sandbox `%s`", id);
 		resp_err(resp, &e);
 		return;
 	}
-	hsrv_resp_json(resp, 200, na_node_get_json(a->node, id));
+	start_job(a, req, resp, JOB_EGRESS, id, NULL, &pol);
 }
 
 static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -330,7 +344,7 @@ static void h_import(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		resp_err(resp, &e);
 		return;
 	}
-	start_job(a, req, resp, JOB_IMPORT, NULL, file);
+	start_job(a, req, resp, JOB_IMPORT, NULL, file, NULL);
 }
 
 static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -576,7 +590,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 50 && atomic_load(&a.jobs) > 0; i++)
 		usleep(100 * 1000);
 	busy = atomic_load(&a.jobs) > 0;
-	na_connect_stop(conn);
+	if (!na_connect_stop(conn))
+		busy = true; /* its request threads still use the node */
 	if (!na_node_keeper_stop(a.node) || busy) {
 		/* Threads still work on sandboxes: leave everything to the exit
 		 * (and the half-done work to the next start) instead of freeing

@@ -111,7 +111,9 @@ int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e
 
 int na_btrfs_receive(const char *file, const char *dir, struct err *e)
 {
-	char *argv[] = {"btrfs", "-q", "receive", "-f", (char *)file, (char *)dir, NULL};
+	/* -e: stop at the stream's end marker, so subvolumes appended after
+	 * the first are never received. */
+	char *argv[] = {"btrfs", "-q", "receive", "-e", "-f", (char *)file, (char *)dir, NULL};
 
 	if (na_cmd_check(argv, NULL, NULL, e) == -1)
 		return err_wrap(e, "receive `%s`", file);

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CONNECT_TIMEOUT_MS 5000
@@ -30,6 +31,9 @@ struct na_connect {
 	int lfd;
 	int stopfd[2];
 	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	int active; /* request threads still running (under mu) */
 };
 
 struct req {
@@ -145,9 +149,15 @@ static void *req_thread(void *arg)
 {
 	struct req *r = arg;
 
-	serve(r->c, r->fd);
+	struct na_connect *c = r->c;
+
+	serve(c, r->fd);
 	close(r->fd);
 	free(r);
+	pthread_mutex_lock(&c->mu);
+	if (--c->active == 0)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->mu);
 	return NULL;
 }
 
@@ -182,7 +192,13 @@ static void *accept_thread(void *arg)
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&attr, 256 * 1024);
+		pthread_mutex_lock(&c->mu);
+		c->active++;
+		pthread_mutex_unlock(&c->mu);
 		if (pthread_create(&th, &attr, req_thread, r) != 0) {
+			pthread_mutex_lock(&c->mu);
+			c->active--;
+			pthread_mutex_unlock(&c->mu);
 			answer(fd, 503, "busy");
 			close(fd);
 			free(r);
@@ -206,6 +222,14 @@ struct na_connect *na_connect_start(struct na_node *n, const char *path, struct 
 	c->node = n;
 	c->lfd = -1;
 	c->stopfd[0] = c->stopfd[1] = -1;
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->idle, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&c->mu, NULL);
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		err_set(e, 0, "--connect-socket `%s` is too long", path);
 		goto fail;
@@ -254,17 +278,37 @@ fail:
 	return NULL;
 }
 
-void na_connect_stop(struct na_connect *c)
+bool na_connect_stop(struct na_connect *c)
 {
+	struct timespec until;
+	bool idle;
+
 	if (!c)
-		return;
+		return true;
 	if (write(c->stopfd[1], "x", 1) == 1)
 		pthread_join(c->th, NULL);
 	close(c->lfd);
+	unlink(c->path);
+	/* A request reads its line and connects within these bounds. */
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (REQUEST_TIMEOUT_MS + CONNECT_TIMEOUT_MS) / 1000 + 1;
+	pthread_mutex_lock(&c->mu);
+	while (c->active > 0 &&
+	       pthread_cond_timedwait(&c->idle, &c->mu, &until) != ETIMEDOUT)
+		;
+	idle = c->active == 0;
+	pthread_mutex_unlock(&c->mu);
+	if (!idle) {
+		log_warn("port-connect requests still running at stop", "{s:i}", "requests",
+			 c->active);
+		return false;
+	}
 	close(c->stopfd[0]);
 	close(c->stopfd[1]);
-	unlink(c->path);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
+	return true;
 }
 
 int na_connect_request(const char *path, const char *id, int port, struct err *e)

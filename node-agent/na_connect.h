@@ -14,6 +14,8 @@
 
 #include "common/err.h"
 
+#include <stdbool.h>
+
 struct na_node;
 struct na_connect;
 
@@ -22,8 +24,11 @@ struct na_connect;
  * requests for n's sandboxes on a thread of its own.  NULL with e set. */
 struct na_connect *na_connect_start(struct na_node *n, const char *path, struct err *e);
 
-/* Stops serving and removes the socket file.  NULL is fine. */
-void na_connect_stop(struct na_connect *c);
+/* Stops serving, removes the socket file and waits (a few seconds at most)
+ * for the requests in progress, which use the node.  Returns true when none
+ * is left, and frees c; false when some still run: then c stays allocated
+ * and the node must not be freed either (exit instead).  NULL is fine. */
+bool na_connect_stop(struct na_connect *c);
 
 /* Client side: asks the agent at path for a connection to id:port.  Returns
  * the connected socket, or -1 with e set (e->http_status from the agent's

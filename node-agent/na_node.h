@@ -26,6 +26,7 @@ struct na_sb {
 	struct na_egress_policy egress;
 	bool pooled;        /* an unclaimed warm pool member */
 	bool claimed;       /* was a warm pool member, now someone's */
+	bool busy;          /* an egress change holds it (DELETE gets 409) */
 	long long boot_ms;  /* create to ready; -1 when adopted */
 	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
 	char reason[160];   /* why it is "failed" */
@@ -41,6 +42,8 @@ struct na_warm {
 	uint64_t retry_at; /* no new create before this (monotonic ms) */
 };
 
+#define NA_IMPORTS_MAX 8
+
 struct na_node {
 	char pool[1024];
 	char runsc_root[1024];
@@ -53,6 +56,9 @@ struct na_node {
 	int nwarm;
 	bool warm_running, warm_stop;
 	pthread_t warm_th;
+	/* Templates being imported right now, by name@digest (under mu): a
+	 * second import of the same one gets 409 before it touches the disk. */
+	char importing[NA_IMPORTS_MAX][256];
 };
 
 /* Limits of a create that names none, and of warm members. */

@@ -237,7 +237,8 @@ static int claim(struct na_node *n, const char *tpl, const struct na_egress_poli
 
 	pthread_mutex_lock(&n->mu);
 	for (s = n->list; s; s = s->next)
-		if (s->pooled && strcmp(s->state, "ready") == 0 && strcmp(s->template, tpl) == 0)
+		if (s->pooled && !s->busy && strcmp(s->state, "ready") == 0 &&
+		    strcmp(s->template, tpl) == 0)
 			break;
 	if (s) {
 		/* "starting" keeps DELETE and the warm thread away meanwhile. */
@@ -586,6 +587,10 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 		pthread_mutex_unlock(&n->mu);
 		return err_http(e, 409, "sandbox `%s` is already being destroyed", id);
 	}
+	if (s && s->busy) {
+		pthread_mutex_unlock(&n->mu);
+		return err_http(e, 409, "sandbox `%s` is being changed (egress); try again", id);
+	}
 	if (s)
 		snprintf(s->state, sizeof(s->state), "stopping");
 	pthread_mutex_unlock(&n->mu);
@@ -720,38 +725,72 @@ void na_node_adopt(struct na_node *n)
 		log_error("orphan sweep failed", "{s:s}", "error", e.msg);
 }
 
-int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, struct err *e)
+int na_node_egress_begin(struct na_node *n, const char *id, const json_t *policy,
+			 struct na_egress_policy *pol, struct err *e)
 {
-	struct na_egress_policy pol, old;
-	struct na_sb *s, copy;
+	struct na_sb *s;
+	int rc = 0;
 
-	if (na_egress_policy_parse(policy, &pol, e) == -1)
+	if (na_egress_policy_parse(policy, pol, e) == -1)
 		return -1;
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
-	if (s)
-		copy = *s;
-	if (s && strcmp(s->state, "ready") == 0) {
+	if (!s)
+		rc = err_http(e, 404, "no sandbox `%s`", id);
+	else if (strcmp(s->state, "ready") != 0)
+		rc = err_http(e, 409, "sandbox `%s` is %s", id, s->state);
+	else if (s->busy)
+		rc = err_http(e, 409, "sandbox `%s` is being changed; try again", id);
+	else
+		s->busy = true;
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+int na_node_egress_run(struct na_node *n, const char *id, const struct na_egress_policy *pol,
+		       struct err *e)
+{
+	struct na_egress_policy old;
+	struct na_sb *s, copy;
+	int rc = 0;
+
+	/* busy keeps DELETE away, so the entry stays until this ends. */
+	pthread_mutex_lock(&n->mu);
+	s = na_find_locked(n, id);
+	if (s) {
 		old = s->egress;
-		s->egress = pol;
-		copy.egress = pol;
+		copy = *s;
+		copy.egress = *pol;
 	}
 	pthread_mutex_unlock(&n->mu);
 	if (!s)
 		return err_http(e, 404, "no sandbox `%s`", id);
-	if (strcmp(copy.state, "ready") != 0)
-		return err_http(e, 409, "sandbox `%s` is %s", id, copy.state);
-	if (apply_egress(n, id, &pol, e) == -1 || write_meta(n, &copy, e) == -1) {
+	if (apply_egress(n, id, pol, e) == -1 || write_meta(n, &copy, e) == -1) {
 		apply_egress(n, id, &old, NULL);
-		pthread_mutex_lock(&n->mu);
-		s = na_find_locked(n, id);
-		if (s)
-			s->egress = old;
-		pthread_mutex_unlock(&n->mu);
-		return -1;
+		rc = -1;
 	}
-	log_info("egress policy set", "{s:s, s:i}", "id", id, "rules", pol.n);
-	return 0;
+	pthread_mutex_lock(&n->mu);
+	s = na_find_locked(n, id);
+	if (s) {
+		if (rc == 0)
+			s->egress = *pol;
+		s->busy = false;
+	}
+	pthread_mutex_unlock(&n->mu);
+	if (rc == 0)
+		log_info("egress policy set", "{s:s, s:i}", "id", id, "rules", pol->n);
+	return rc;
+}
+
+void na_node_egress_cancel(struct na_node *n, const char *id)
+{
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = na_find_locked(n, id);
+	if (s)
+		s->busy = false;
+	pthread_mutex_unlock(&n->mu);
 }
 
 static json_t *sb_json(const struct na_sb *s)

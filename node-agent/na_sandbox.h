@@ -8,6 +8,7 @@
 #ifndef NA_SANDBOX_H
 #define NA_SANDBOX_H
 
+#include "node-agent/na_egress.h"
 #include "node-agent/na_spec.h"
 
 #include "common/err.h"
@@ -77,9 +78,23 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e);
 int na_node_destroy(struct na_node *n, const char *id, struct err *e);
 
 /* Replaces the egress policy of a ready sandbox (body as in create's
- * `egress`): opens, changes or closes its proxy listener and records it in
- * meta.json.  -1 with 400, 404 or 409 (not ready). */
-int na_node_set_egress(struct na_node *n, const char *id, const json_t *policy, struct err *e);
+ * `egress`), in two steps so the slow part runs off the loop thread (closing
+ * a proxy waits for its connection threads, one of which may sit in name
+ * resolution).  _begin parses the policy into *pol and marks the sandbox
+ * busy for the whole change: a DELETE or another change meanwhile gets 409.
+ * -1 with 400, 404 or 409 (not ready, or busy).  Loop thread. */
+int na_node_egress_begin(struct na_node *n, const char *id, const json_t *policy,
+			 struct na_egress_policy *pol, struct err *e);
+
+/* Opens, changes or closes the proxy listener and records the policy in
+ * meta.json (the old one comes back when that fails); always ends the busy
+ * mark of _begin.  0 or -1.  Worker thread. */
+int na_node_egress_run(struct na_node *n, const char *id, const struct na_egress_policy *pol,
+		       struct err *e);
+
+/* Ends the busy mark of _begin without a change (the worker could not be
+ * started). */
+void na_node_egress_cancel(struct na_node *n, const char *id);
 
 /* Imports a template from a `btrfs send` stream in file (an absolute path
  * on this node) into templates/.  The stream's subvolume name is read

@@ -107,11 +107,45 @@ json_t *na_node_templates_json(struct na_node *n)
 	return json_pack("{s:o}", "templates", arr);
 }
 
+/* Claims name for this import (n->importing).  0, or -1 with 409 when an
+ * import of it runs already, 503 when too many run at once. */
+static int claim_import(struct na_node *n, const char *name, struct err *e)
+{
+	int free_slot = -1, rc = 0;
+
+	pthread_mutex_lock(&n->mu);
+	for (int i = 0; i < NA_IMPORTS_MAX; i++) {
+		if (strcmp(n->importing[i], name) == 0) {
+			rc = err_http(e, 409, "template `%s` is being imported already", name);
+			break;
+		}
+		if (!n->importing[i][0] && free_slot < 0)
+			free_slot = i;
+	}
+	if (rc == 0 && free_slot < 0)
+		rc = err_http(e, 503, "%d template imports run already; try again later",
+			      NA_IMPORTS_MAX);
+	if (rc == 0)
+		snprintf(n->importing[free_slot], sizeof(n->importing[free_slot]), "%s", name);
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+static void release_import(struct na_node *n, const char *name)
+{
+	pthread_mutex_lock(&n->mu);
+	for (int i = 0; i < NA_IMPORTS_MAX; i++)
+		if (strcmp(n->importing[i], name) == 0)
+			n->importing[i][0] = '\0';
+	pthread_mutex_unlock(&n->mu);
+}
+
 int na_node_import_template(struct na_node *n, const char *file, char *name_out, size_t len,
 			    struct err *e)
 {
 	char name[256], dir[1100], path[1400];
 	struct stat st;
+	int rc = -1;
 
 	if (file[0] != '/' || stat(file, &st) == -1 || !S_ISREG(st.st_mode))
 		return err_http(e, 400, "`import`: `%s` is not a readable file (absolute path)",
@@ -124,21 +158,32 @@ int na_node_import_template(struct na_node *n, const char *file, char *name_out,
 		return err_http(e, 400, "the stream holds `%s`, not a template (name@digest)", name);
 	snprintf(dir, sizeof(dir), "%s/templates", n->pool);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (lstat(path, &st) == 0)
-		return err_http(e, 409, "template `%s` already exists", name);
+	/* From here this import owns the name: whatever is at path when it
+	 * fails is its own work, never another import's. */
+	if (claim_import(n, name, e) == -1)
+		return -1;
+	if (lstat(path, &st) == 0) {
+		err_http(e, 409, "template `%s` already exists", name);
+		goto out;
+	}
 	/* Received in place: until the stream is complete the subvolume is
-	 * writable, and writable subvolumes are not templates to creates. */
+	 * writable, and writable subvolumes are not templates to creates.  (A
+	 * read-only subvolume cannot be moved between directories, so there is
+	 * no receiving elsewhere and renaming.) */
 	if (na_btrfs_receive(file, dir, e) == -1 || !na_btrfs_is_readonly(path)) {
 		if (!e->msg[0])
 			err_set(e, 0, "`%s` did not arrive as a read-only subvolume", name);
 		if (na_btrfs_delete(path, NULL) == -1 && lstat(path, &st) == 0)
 			log_error("cannot remove a failed import", "{s:s}", "path", path);
 		e->http_status = 400;
-		return -1;
+		goto out;
 	}
 	snprintf(name_out, len, "%s", name);
 	log_info("template imported", "{s:s, s:s}", "template", name, "from", file);
-	return 0;
+	rc = 0;
+out:
+	release_import(n, name);
+	return rc;
 }
 
 /* Removes what an import interrupted by a crash left: a name@digest

@@ -179,20 +179,29 @@ sb_state() {
 
 # sb_down ID: stops (SIGTERM, so init stops services cleanly), deletes the
 # container, the netns pair and the rootfs.  Idempotent.
+# Every step tolerates what a broken sandbox does: a container that is
+# `stopped` (its sentry died, as after a refused checkpoint) refuses `kill`,
+# and that must not end the teardown under `set -e`.
 sb_down() {
 	local id=$1 dir i
 	dir=$(sb_dir "$id")
 	if [[ -e /var/run/netns/S-$id ]] && sb_runsc "$id" state "$id" >/dev/null 2>&1; then
-		sb_runsc "$id" kill "$id" TERM >/dev/null 2>&1
-		for ((i = 0; i < 80; i++)); do
-			[[ $(sb_state "$id") == running ]] || break
-			sleep 0.1
-		done
-		sb_runsc "$id" delete -force "$id" >/dev/null 2>&1
+		if [[ $(sb_state "$id") == running ]]; then
+			sb_runsc "$id" kill "$id" TERM >/dev/null 2>&1 || true
+			for ((i = 0; i < 80; i++)); do
+				[[ $(sb_state "$id") == running ]] || break
+				sleep 0.1
+			done
+		fi
+		sb_runsc "$id" delete -force "$id" >/dev/null 2>&1 || true
 	fi
 	# A container left from a crash without its netns: delete it directly.
 	if runsc --root "$CLOCHE_RUNSC_ROOT" state "$id" >/dev/null 2>&1; then
-		runsc --root "$CLOCHE_RUNSC_ROOT" delete -force "$id" >/dev/null 2>&1
+		runsc --root "$CLOCHE_RUNSC_ROOT" delete -force "$id" >/dev/null 2>&1 || true
+	fi
+	if runsc --root "$CLOCHE_RUNSC_ROOT" state "$id" >/dev/null 2>&1; then
+		echo "sandbox $id: runsc cannot delete its container" >&2
+		return 1
 	fi
 	sb_net_down "$id"
 	if [[ -d $dir/rootfs ]]; then
