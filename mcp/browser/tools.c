@@ -157,34 +157,11 @@ static const char *tl_label(const json_t *args, const char *ref)
 	return el && el[0] ? el : ref;
 }
 
-/* Reads an element argument that playwright-mcp renamed in 2026: `name`
- * (the new one, e.g. "target") or `old` (e.g. "ref", what older clients and
- * prompts send).  Either may be given; both only when they agree.  *out is
- * NULL when neither is given and !required.  0, or -1 with e set (an
- * invalid-params error that names the new argument). */
-static int tl_alias(const json_t *obj, const char *name, const char *old, bool required,
-		    const char **out, struct err *e)
-{
-	const char *a = NULL, *b = NULL;
-
-	if (cj_get_str(obj, name, NULL, &a, e) == -1 || cj_get_str(obj, old, NULL, &b, e) == -1)
-		return -1;
-	if (a && b && strcmp(a, b) != 0)
-		return err_http(e, 400, "`%s` and `%s` (its older name) disagree: \"%.40s\" vs \"%.40s\"; give one",
-				name, old, a, b);
-	*out = a ? a : b;
-	if (!*out && required)
-		return err_http(e, 400, "`%s` is required: the element's ref from browser_snapshot, e.g. \"e12\" (older clients call it `%s`)",
-				name, old);
-	return 0;
-}
-
-/* Reads the required element (`target` or `ref`) and resolves it to a live
- * element. */
+/* Reads the required ref and resolves it to a live element. */
 static int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
 		      int *backend, struct err *e)
 {
-	if (tl_alias(args, "target", "ref", true, ref, e) == -1 ||
+	if (cj_req_str(args, "ref", ref, e) == -1 ||
 	    cj_get_str(args, "element", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
 	return br_ref_resolve(t->b, &t->cx, *ref, object_id, backend, e);
@@ -461,11 +438,11 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
 	if (!json_is_array(fields) || !json_array_size(fields))
-		return err_http(e, 400, "`fields` must be a non-empty array of {target, value, type?}");
+		return err_http(e, 400, "`fields` must be a non-empty array of {ref, value, type?}");
 	json_array_foreach(fields, i, f) {
 		const char *ref, *type;
 		json_t *value = json_object_get(f, "value");
-		if (!json_is_object(f) || tl_alias(f, "target", "ref", true, &ref, e) == -1 ||
+		if (!json_is_object(f) || cj_req_str(f, "ref", &ref, e) == -1 ||
 		    cj_get_str(f, "type", "textbox", &type, e) == -1)
 			return err_wrap(e, "`fields[%zu]`", i);
 		if (!json_is_string(value) && !json_is_boolean(value) && !json_is_number(value))
@@ -475,7 +452,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			return err_http(e, 400, "`fields[%zu].type` must be textbox, checkbox, radio, combobox or slider", i);
 	}
 	json_array_foreach(fields, i, f) {
-		const char *ref = NULL;
+		const char *ref = json_string_value(json_object_get(f, "ref"));
 		const char *type = json_string_value(json_object_get(f, "type"));
 		const json_t *value = json_object_get(f, "value");
 		char obj[128], num[64];
@@ -488,8 +465,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			snprintf(num, sizeof(num), "%g", json_number_value(value)), sv = num;
 		if (!type)
 			type = "textbox";
-		if (tl_alias(f, "target", "ref", true, &ref, e) == -1 ||
-		    br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
+		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
 			return err_wrap(e, "field %zu", i);
 		if (strcmp(type, "checkbox") == 0 || strcmp(type, "radio") == 0) {
 			bool want = strcmp(sv, "true") == 0 || strcmp(sv, "on") == 0 || strcmp(sv, "checked") == 0;
@@ -595,13 +571,13 @@ static int tl_screenshot(struct tl *t, const json_t *args, struct mcp_result *re
 
 	if (cj_get_str(args, "type", "png", &type, e) == -1 ||
 	    cj_get_bool(args, "fullPage", false, &full, e) == -1 ||
-	    tl_alias(args, "target", "ref", false, &ref, e) == -1 ||
+	    cj_get_str(args, "ref", NULL, &ref, e) == -1 ||
 	    cj_get_str(args, "filename", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
 	if (strcmp(type, "png") != 0 && strcmp(type, "jpeg") != 0)
 		return err_http(e, 400, "`type` must be \"png\" or \"jpeg\"");
 	if (full && ref)
-		return err_http(e, 400, "`fullPage` and `target` cannot be combined");
+		return err_http(e, 400, "`fullPage` and `ref` cannot be combined");
 	params = json_pack("{s:s}", "format", type);
 	if (strcmp(type, "jpeg") == 0)
 		json_object_set_new(params, "quality", json_integer(80));
@@ -668,8 +644,7 @@ static int tl_evaluate(struct tl *t, const json_t *args, struct mcp_result *res,
 	const char *fn, *ref;
 	AUTOJSON json_t *r = NULL;
 
-	if (cj_req_str(args, "function", &fn, e) == -1 ||
-	    tl_alias(args, "target", "ref", false, &ref, e) == -1)
+	if (cj_req_str(args, "function", &fn, e) == -1 || cj_get_str(args, "ref", NULL, &ref, e) == -1)
 		return -1;
 	if (ref) {
 		char obj[128];
@@ -841,8 +816,7 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 	double x1, y1, x2, y2;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
-	if (tl_alias(args, "startTarget", "startRef", true, &from, e) == -1 ||
-	    tl_alias(args, "endTarget", "endRef", true, &to, e) == -1)
+	if (cj_req_str(args, "startRef", &from, e) == -1 || cj_req_str(args, "endRef", &to, e) == -1)
 		return -1;
 	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, e) == -1 ||
 	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, e) == -1 ||
@@ -864,10 +838,8 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 #define REF_PROPS                                                                           \
 	"\"element\": {\"type\": \"string\", \"description\": \"Human-readable description of " \
 	"the element, for the record\"},"                                                       \
-	"\"target\": {\"type\": \"string\", \"description\": \"Exact element ref from the page " \
-	"snapshot, e.g. e12 (required by the tools that act on an element)\"},"               \
-	"\"ref\": {\"type\": \"string\", \"description\": \"Older name of target, still "        \
-	"accepted\"}"
+	"\"ref\": {\"type\": \"string\", \"description\": \"Exact element ref from the page "   \
+	"snapshot, e.g. e12\"}"
 
 static const struct tl_def tl_defs[] = {
 	{"browser_navigate", "Navigate to a URL", "Navigate the current tab to a URL and wait for it to load. Answers with the page snapshot.",
@@ -882,16 +854,17 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
 	 "\"doubleClick\": {\"type\": \"boolean\", \"description\": \"Double-click instead of a single click\"},"
 	 "\"button\": {\"type\": \"string\", \"enum\": [\"left\", \"right\", \"middle\"], \"description\": \"Button to click, left by default\"},"
-	 "\"modifiers\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"enum\": [\"Alt\", \"Control\", \"ControlOrMeta\", \"Meta\", \"Shift\"]}, \"description\": \"Modifier keys held during the click\"}}}",
+	 "\"modifiers\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"enum\": [\"Alt\", \"Control\", \"ControlOrMeta\", \"Meta\", \"Shift\"]}, \"description\": \"Modifier keys held during the click\"}},"
+	 " \"required\": [\"ref\"]}",
 	 false, true, false, tl_click},
 	{"browser_hover", "Hover", "Move the mouse over an element of the page.",
-	 "{\"type\": \"object\", \"properties\": {" REF_PROPS "}}", false, false, false, tl_hover},
+	 "{\"type\": \"object\", \"properties\": {" REF_PROPS "}, \"required\": [\"ref\"]}", false, false, false, tl_hover},
 	{"browser_type", "Type text", "Type text into an editable element, replacing what it held.",
 	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
 	 "\"text\": {\"type\": \"string\", \"description\": \"Text to type\"},"
 	 "\"submit\": {\"type\": \"boolean\", \"description\": \"Press Enter afterwards\"},"
 	 "\"slowly\": {\"type\": \"boolean\", \"description\": \"Type one key at a time (for pages that react to key presses); by default the text is inserted at once\"}},"
- " \"required\": [\"text\"]}",
+	 " \"required\": [\"ref\", \"text\"]}",
 	 false, true, false, tl_type},
 	{"browser_press_key", "Press a key", "Press a key on the keyboard, e.g. Enter, ArrowLeft, a, or a chord such as Control+a.",
 	 "{\"type\": \"object\", \"properties\": {\"key\": {\"type\": \"string\", \"description\": \"Name of the key to press or a character to generate, such as `ArrowLeft` or `a`\"}}, \"required\": [\"key\"]}",
@@ -899,16 +872,15 @@ static const struct tl_def tl_defs[] = {
 	{"browser_select_option", "Select option", "Select options in a dropdown (<select>), by value or label.",
 	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
 	 "\"values\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Values or labels to select; several for a multi-select\"}},"
- " \"required\": [\"values\"]}",
+	 " \"required\": [\"ref\", \"values\"]}",
 	 false, true, false, tl_select},
 	{"browser_fill_form", "Fill form", "Fill several form fields at once.",
 	 "{\"type\": \"object\", \"properties\": {\"fields\": {\"type\": \"array\", \"description\": \"Fields to fill in\", \"items\": {\"type\": \"object\", \"properties\": {"
 	 "\"name\": {\"type\": \"string\", \"description\": \"Human-readable field name\"},"
 	 "\"type\": {\"type\": \"string\", \"enum\": [\"textbox\", \"checkbox\", \"radio\", \"combobox\", \"slider\"], \"description\": \"Type of the field\"},"
-	 "\"target\": {\"type\": \"string\", \"description\": \"Exact field ref from the page snapshot\"},"
-	 "\"ref\": {\"type\": \"string\", \"description\": \"Older name of target, still accepted\"},"
+	 "\"ref\": {\"type\": \"string\", \"description\": \"Exact field ref from the page snapshot\"},"
 	 "\"value\": {\"type\": \"string\", \"description\": \"Value to fill; for checkboxes true or false; for a combobox the option's label or value\"}},"
-	 " \"required\": [\"value\"]}}}, \"required\": [\"fields\"]}",
+	 " \"required\": [\"ref\", \"value\"]}}}, \"required\": [\"fields\"]}",
 	 false, true, false, tl_fill_form},
 	{"browser_wait_for", "Wait for", "Wait for text to appear or disappear, or for a number of seconds.",
 	 "{\"type\": \"object\", \"properties\": {"
@@ -948,11 +920,10 @@ static const struct tl_def tl_defs[] = {
 	{"browser_drag", "Drag mouse", "Drag and drop between two elements of the page.",
 	 "{\"type\": \"object\", \"properties\": {"
 	 "\"startElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the source element\"},"
-	 "\"startTarget\": {\"type\": \"string\", \"description\": \"Exact source element ref from the page snapshot (required)\"},"
-	 "\"startRef\": {\"type\": \"string\", \"description\": \"Older name of startTarget, still accepted\"},"
+	 "\"startRef\": {\"type\": \"string\", \"description\": \"Exact source element ref from the page snapshot\"},"
 	 "\"endElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the target element\"},"
-	 "\"endTarget\": {\"type\": \"string\", \"description\": \"Exact target element ref from the page snapshot (required)\"},"
-	 "\"endRef\": {\"type\": \"string\", \"description\": \"Older name of endTarget, still accepted\"}}}",
+	 "\"endRef\": {\"type\": \"string\", \"description\": \"Exact target element ref from the page snapshot\"}},"
+	 " \"required\": [\"startRef\", \"endRef\"]}",
 	 false, true, false, tl_drag},
 	{"browser_close", "Close the page",
 	 "Close every tab. The desktop's browser keeps running (it is what people watch over VNC) with one tab on its start page.",

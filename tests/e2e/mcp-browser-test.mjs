@@ -140,45 +140,6 @@ try {
   r = await call('browser_drag', { startRef: src?.[1] || 'e1', endRef: dst?.[1] || 'e1' });
   check(!r.isError && /status[^\n]*: dropped/.test(text(r)), 'browser_drag drags between two elements', short(text(r)));
 
-  // playwright-mcp's 2026 names: `target` (and startTarget/endTarget) for
-  // what was `ref`; both names work, and the same form is driven with the new.
-  snap = text(await call('browser_navigate', { url: page }));
-  const ref = (re) => re.exec(snap)?.[1] || 'e1';
-  const tField = ref(/textbox "Your name"[^\n]*\[ref=(e\d+)\]/), tSelect = ref(/combobox "Favourite colour"[^\n]*\[ref=(e\d+)\]/);
-  const tBox = ref(/checkbox "I agree"[^\n]*\[ref=(e\d+)\]/), tButton = ref(/button "Greet"[^\n]*\[ref=(e\d+)\]/);
-  const tSrc = ref(/button "Drag me"[^\n]*\[ref=(e\d+)\]/), tDst = ref(/button "Drop here"[^\n]*\[ref=(e\d+)\]/);
-  r = await call('browser_type', { target: tField, element: 'name field', text: 'Grace Hopper' });
-  check(!r.isError && /Grace Hopper/.test(text(r)), 'browser_type with target', short(text(r)));
-  r = await call('browser_hover', { target: tButton });
-  check(!r.isError && /Hovered over/.test(text(r)), 'browser_hover with target', short(text(r)));
-  r = await call('browser_select_option', { target: tSelect, values: ['Green'] });
-  check(!r.isError && /"green"/.test(text(r)), 'browser_select_option with target', short(text(r)));
-  r = await call('browser_fill_form', { fields: [{ target: tBox, type: 'checkbox', value: 'true' }] });
-  check(!r.isError && /checkbox "I agree" \[checked\]/.test(text(r)), 'browser_fill_form with fields[].target', short(text(r)));
-  r = await call('browser_evaluate', { function: '(el) => el.value', target: tField });
-  check(!r.isError && text(r).trim() === '"Grace Hopper"', 'browser_evaluate with target', short(text(r)));
-  r = await call('browser_take_screenshot', { target: tButton });
-  const elImg = (r.content || []).find((c) => c.type === 'image');
-  check(!r.isError && elImg, 'browser_take_screenshot of an element by target', short(text(r)));
-  r = await call('browser_click', { target: tButton, ref: tButton });
-  check(!r.isError && /Hello, Grace Hopper \(green, agreed\)/.test(text(r)), 'browser_click with target (and the same ref beside it)', short(text(r)));
-  snap = text(r);
-  r = await call('browser_drag', { startTarget: ref(/button "Drag me"[^\n]*\[ref=(e\d+)\]/) || tSrc,
-    endTarget: ref(/button "Drop here"[^\n]*\[ref=(e\d+)\]/) || tDst });
-  check(!r.isError && /status[^\n]*: dropped/.test(text(r)), 'browser_drag with startTarget and endTarget', short(text(r)));
-  const rejectsWith = async (p, re, name) => {
-    try {
-      const x = await p;
-      notOk(name, `answered ${short(JSON.stringify(x))}`);
-    } catch (e) {
-      check(e.code === -32602 && re.test(e.message), name, `code ${e.code}: ${e.message}`);
-    }
-  };
-  await rejectsWith(call('browser_click', { target: 'e1', ref: 'e2' }), /`target` and `ref` \(its older name\) disagree/,
-    'target and ref that disagree are a -32602 error');
-  await rejectsWith(call('browser_hover', {}), /`target` is required/, 'a missing element names `target` (-32602)');
-  await rejectsWith(call('browser_drag', { startTarget: 'e1' }), /`endTarget` is required/, 'browser_drag without an end names endTarget');
-
   // Cancellation: a long wait is abandoned promptly and frees the browser.
   const ac = new AbortController();
   t0 = Date.now();
