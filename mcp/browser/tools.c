@@ -133,7 +133,7 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 		return 0;
 	if (buf_appends(out, "\n### Page state\n", e) == -1)
 		return -1;
-	return snapshot_take(t->b, &t->cx, t->o->max_snapshot, out, e);
+	return snapshot_take(t->b, &t->cx, NULL, t->o->max_snapshot, out, e);
 }
 
 static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
@@ -247,9 +247,11 @@ static int tl_back(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 static int tl_snapshot(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
+	const char *ref;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
-	(void)args;
-	if (snapshot_take(t->b, &t->cx, t->o->max_snapshot, &out, e) == -1)
+
+	if (tl_target(args, false, &ref, e) == -1 ||
+	    snapshot_take(t->b, &t->cx, ref, t->o->max_snapshot, &out, e) == -1)
 		return -1;
 	return mcp_result_textn(res, buf_str(&out), out.len);
 }
@@ -878,8 +880,9 @@ static const struct tl_def tl_defs[] = {
 	{"browser_navigate_back", "Go back", "Go back to the previous page of the current tab.",
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, false, tl_back},
 	{"browser_snapshot", "Page snapshot",
-	 "Capture an accessibility snapshot of the current page: an outline of its elements with refs (e.g. [ref=e12]) that the other tools take as `target`. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
-	 "{\"type\": \"object\", \"properties\": {}}", true, false, false, tl_snapshot},
+	 "Capture an accessibility snapshot of the current page (or of one element): an outline of its elements with refs (e.g. [ref=e12]) that the other tools take as `target`. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
+	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") "}}",
+	 true, false, false, tl_snapshot},
 	{"browser_click", "Click", "Click an element of the page, named by its ref from the snapshot (`target`).",
 	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"doubleClick\": {\"type\": \"boolean\", \"description\": \"Double-click instead of a single click\"},"

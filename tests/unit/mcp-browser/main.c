@@ -1,6 +1,6 @@
 /* Unit suite of mcp-browser's pure parts and of its DevTools client: the
  * snapshot renderer on hand-made accessibility trees (pruning, folding,
- * states, refs, the bound), the element argument
+ * states, refs, the bound, one element's outline), the element argument
  * (`target` and its older name `ref`) and the tool schemas that declare it,
  * base64, and the pipe client against a fake Chromium on a socket pair
  * (answers by id, events, protocol errors, oversized answers, timeouts, the
@@ -37,7 +37,7 @@ static char *render(const char *nodes_json, size_t max, size_t *omitted)
 
 	ck_assert_msg(nodes != NULL, "%s", e.msg);
 	next_ref = 0;
-	size_t o = snapshot_render(nodes, max, ref_for, NULL, &out);
+	size_t o = snapshot_render(nodes, NULL, max, ref_for, NULL, &out);
 	if (omitted)
 		*omitted = o;
 	json_decref(nodes);
@@ -104,6 +104,45 @@ START_TEST(test_snapshot_bound)
 	ck_assert_ptr_nonnull(strstr(got, "- button \"Button number 1\" [ref=e1]\n"));
 	free(got);
 	buf_free(&nodes);
+}
+END_TEST
+
+/* One element's outline: the node for its DOM node is found in the whole
+ * page's tree and rendered as a page snapshot would show it, without what
+ * lies outside it; an element that is a bare container lifts its children. */
+START_TEST(test_snapshot_element)
+{
+	static const char nodes_json[] =
+		"[" N("1", "RootWebArea", "T", "[\"2\",\"3\"]", ",\"backendDOMNodeId\":1")
+		"," N("2", "heading", "Form test", "[]", ",\"parentId\":\"1\",\"backendDOMNodeId\":10")
+		"," N("3", "generic", "", "[\"4\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":11")
+		"," N("4", "form", "", "[\"5\"]", ",\"parentId\":\"3\",\"backendDOMNodeId\":12")
+		"," N("5", "textbox", "Name", "[]", ",\"parentId\":\"4\",\"backendDOMNodeId\":13,\"value\":{\"value\":\"Ada\"}") "]";
+	static const struct {
+		int backend;
+		const char *want;
+	} cases[] = {
+		{12, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{11, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{13, "- textbox \"Name\" [ref=e1]: Ada\n"},
+		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n  - textbox \"Name\" [ref=e3]: Ada\n"},
+	};
+	struct err e = ERR_INIT;
+	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
+
+	ck_assert_msg(nodes != NULL, "%s", e.msg);
+	ck_assert_ptr_null(snapshot_find(nodes, 99));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf out = BUF_INIT(1 << 20);
+		const json_t *root = snapshot_find(nodes, cases[i].backend);
+		ck_assert_ptr_nonnull(root);
+		next_ref = 0;
+		ck_assert_uint_eq(snapshot_render(nodes, root, 10000, ref_for, NULL, &out), 0);
+		ck_assert_msg(strcmp(buf_str(&out), cases[i].want) == 0, "backend %d:\ngot:\n%s\nwant:\n%s",
+			      cases[i].backend, buf_str(&out), cases[i].want);
+		buf_free(&out);
+	}
+	json_decref(nodes);
 }
 END_TEST
 
@@ -215,8 +254,8 @@ START_TEST(test_schemas_declare_target)
 			with_target++;
 		json_decref(schema);
 	}
-	/* click, hover, type, select, screenshot, evaluate */
-	ck_assert_int_eq(with_target, 6);
+	/* snapshot, click, hover, type, select, screenshot, evaluate */
+	ck_assert_int_eq(with_target, 7);
 	ck_assert_ptr_null(tools_schema("browser_frobnicate"));
 }
 END_TEST
@@ -226,6 +265,7 @@ END_TEST
 static const struct {
 	const char *tool, *args;
 } element_calls[] = {
+	{"browser_snapshot", "{\"target\":\"e1\"}"},
 	{"browser_click", "{\"target\":\"e1\",\"element\":\"Greet button\"}"},
 	{"browser_click", "{\"ref\":\"e1\"}"},
 	{"browser_hover", "{\"target\":\"e1\"}"},
@@ -401,6 +441,7 @@ static Suite *suite_mcp_browser(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_loop_test(tc, test_snapshot_cases, 0, sizeof(snap_cases) / sizeof(snap_cases[0]));
 	tcase_add_test(tc, test_snapshot_bound);
+	tcase_add_test(tc, test_snapshot_element);
 	tcase_add_loop_test(tc, test_element_arg, 0, sizeof(element_cases) / sizeof(element_cases[0]));
 	tcase_add_test(tc, test_schemas_declare_target);
 	tcase_add_loop_test(tc, test_schemas_accept_target, 0, sizeof(element_calls) / sizeof(element_calls[0]));
