@@ -633,7 +633,7 @@ int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, c
 	bool stale = false;
 
 	if (!ref || ref[0] != 'e' || !ref[1] || (n = strtoul(ref + 1, &end, 10), *end) || n == 0)
-		return err_http(e, 400, "`ref` must look like \"e12\" (a ref from browser_snapshot), not \"%.40s\"",
+		return err_http(e, 400, "\"%.40s\" is not an element ref: refs look like \"e12\" (from browser_snapshot)",
 				ref ? ref : "");
 	pthread_mutex_lock(&b->mu);
 	struct br_tab *t = br_current(b);

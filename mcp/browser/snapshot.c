@@ -294,11 +294,23 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 		snap_render_kids(s, kids, depth + 1);
 }
 
-size_t snapshot_render(const json_t *nodes, size_t max_chars,
+const json_t *snapshot_find(const json_t *nodes, int backend_id)
+{
+	size_t i;
+	json_t *n;
+
+	json_array_foreach(nodes, i, n) {
+		const json_t *id = json_object_get(n, "backendDOMNodeId");
+		if (json_is_integer(id) && json_integer_value(id) == backend_id)
+			return n;
+	}
+	return NULL;
+}
+
+size_t snapshot_render(const json_t *nodes, const json_t *root, size_t max_chars,
 		       unsigned (*ref_for)(void *ud, int backend_id), void *ud, struct buf *out)
 {
 	struct snap s = {nodes, json_object(), out, max_chars, out->len, false, 0, ref_for, ud};
-	const json_t *root = NULL;
 	size_t i;
 	json_t *n;
 
@@ -327,18 +339,27 @@ static unsigned snap_ref(void *ud, int backend_id)
 	return br_ref_for(ud, backend_id);
 }
 
-int snapshot_take(struct browser *b, const struct br_cx *cx, size_t max_chars, struct buf *out,
-		  struct err *e)
+int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, size_t max_chars,
+		  struct buf *out, struct err *e)
 {
 	AUTOJSON json_t *r = NULL;
-	char url[2048], title[256];
+	char url[2048], title[256], obj[128];
+	int backend = 0;
+	const json_t *top = NULL;
 	size_t omitted;
 
+	if (ref && br_ref_resolve(b, cx, ref, obj, &backend, e) == -1)
+		return -1;
 	uint64_t t0 = util_now_ms();
 	br_refs_begin(b);
 	r = br_cdp(b, cx, true, "Accessibility.getFullAXTree", NULL, e);
 	if (!r)
 		return err_wrap(e, "snapshot");
+	/* the tree is the whole page's: an element is found in it, so it is
+	 * rendered exactly as it shows in a page snapshot */
+	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), backend)))
+		return err_set(e, 0, "the element %s is not in the page's accessibility tree (hidden, or the "
+			       "page changed); take a snapshot of the whole page", ref);
 	/* the AX call may have raced a navigation: refs must name this document */
 	br_refs_begin(b);
 	br_page_info(b, url, sizeof(url), title, sizeof(title));
@@ -347,11 +368,12 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, size_t max_chars, s
 	const json_t *root = json_array_get(json_object_get(r, "nodes"), 0);
 	if (root && strcmp(snap_str(root, "role"), "RootWebArea") == 0 && snap_str(root, "name")[0])
 		snprintf(title, sizeof(title), "%s", snap_str(root, "name"));
-	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n- Page Snapshot:\n```yaml\n", url,
-			title) == -1)
+	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n", url, title) == -1 ||
+	    (ref ? buf_appendf(out, e, "- Element Snapshot (%s):\n```yaml\n", ref)
+		 : buf_appends(out, "- Page Snapshot:\n```yaml\n", e)) == -1)
 		return -1;
 	uint64_t t1 = util_now_ms();
-	omitted = snapshot_render(json_object_get(r, "nodes"), max_chars, snap_ref, b, out);
+	omitted = snapshot_render(json_object_get(r, "nodes"), top, max_chars, snap_ref, b, out);
 	log_debug("snapshot", "{s:I, s:I, s:I, s:I}", "nodes", (json_int_t)json_array_size(json_object_get(r, "nodes")),
 		  "ax_ms", (json_int_t)(t1 - t0), "render_ms", (json_int_t)(util_now_ms() - t1),
 		  "omitted", (json_int_t)omitted);

@@ -18,15 +18,21 @@
 
 #include <stddef.h>
 
-/* Appends the current tab's URL, title and outline to out.  Refs are
- * registered with b as they are written.  0 or -1 with e set. */
-int snapshot_take(struct browser *b, const struct br_cx *cx, size_t max_chars, struct buf *out,
-		  struct err *e);
+/* Appends the current tab's URL, title and outline to out: of the whole
+ * page, or with ref (NULL: none) of that element and what is inside it.
+ * Refs are registered with b as they are written.  0 or -1 with e set
+ * (ref unknown, stale, or not in the accessibility tree). */
+int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, size_t max_chars,
+		  struct buf *out, struct err *e);
 
-/* The rendering alone, for tests: nodes is the "nodes" array of an
- * Accessibility.getFullAXTree answer; ref_for (may be NULL) numbers a
- * backend node id.  Returns the number of nodes left out for the bound. */
-size_t snapshot_render(const json_t *nodes, size_t max_chars,
+/* The node of nodes (the "nodes" array of an Accessibility.getFullAXTree
+ * answer) for DOM node backend_id, borrowed; NULL when it has none. */
+const json_t *snapshot_find(const json_t *nodes, int backend_id);
+
+/* The rendering alone, for tests: the outline of root, one of nodes (NULL:
+ * the document); ref_for (may be NULL) numbers a backend node id.  Returns
+ * the number of nodes left out for the bound. */
+size_t snapshot_render(const json_t *nodes, const json_t *root, size_t max_chars,
 		       unsigned (*ref_for)(void *ud, int backend_id), void *ud, struct buf *out);
 
 #endif

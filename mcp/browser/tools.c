@@ -133,7 +133,7 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 		return 0;
 	if (buf_appends(out, "\n### Page state\n", e) == -1)
 		return -1;
-	return snapshot_take(t->b, &t->cx, t->o->max_snapshot, out, e);
+	return snapshot_take(t->b, &t->cx, NULL, t->o->max_snapshot, out, e);
 }
 
 static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
@@ -157,11 +157,34 @@ static const char *tl_label(const json_t *args, const char *ref)
 	return el && el[0] ? el : ref;
 }
 
-/* Reads the required ref and resolves it to a live element. */
+int tools_element_arg(const json_t *args, const char *name, const char *alias, bool required,
+		      const char **ref, struct err *e)
+{
+	const char *cur, *old;
+
+	*ref = NULL;
+	if (cj_get_str(args, name, NULL, &cur, e) == -1 || cj_get_str(args, alias, NULL, &old, e) == -1)
+		return -1;
+	if (cur && old && strcmp(cur, old) != 0)
+		return err_http(e, 400, "`%s` and `%s` name different elements (\"%.40s\" and \"%.40s\"): give only `%s`",
+				name, alias, cur, old, name);
+	*ref = cur ? cur : old;
+	if (!*ref && required)
+		return err_http(e, 400, "`%s` is required: the element's ref from browser_snapshot, e.g. \"e12\"", name);
+	return 0;
+}
+
+/* The element argument of most tools: `target`, or its older name `ref`. */
+static int tl_target(const json_t *args, bool required, const char **ref, struct err *e)
+{
+	return tools_element_arg(args, "target", "ref", required, ref, e);
+}
+
+/* Reads the required element argument and resolves it to a live element. */
 static int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
 		      int *backend, struct err *e)
 {
-	if (cj_req_str(args, "ref", ref, e) == -1 ||
+	if (tl_target(args, true, ref, e) == -1 ||
 	    cj_get_str(args, "element", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
 	return br_ref_resolve(t->b, &t->cx, *ref, object_id, backend, e);
@@ -224,9 +247,11 @@ static int tl_back(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 static int tl_snapshot(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
+	const char *ref;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
-	(void)args;
-	if (snapshot_take(t->b, &t->cx, t->o->max_snapshot, &out, e) == -1)
+
+	if (tl_target(args, false, &ref, e) == -1 ||
+	    snapshot_take(t->b, &t->cx, ref, t->o->max_snapshot, &out, e) == -1)
 		return -1;
 	return mcp_result_textn(res, buf_str(&out), out.len);
 }
@@ -438,11 +463,11 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
 	if (!json_is_array(fields) || !json_array_size(fields))
-		return err_http(e, 400, "`fields` must be a non-empty array of {ref, value, type?}");
+		return err_http(e, 400, "`fields` must be a non-empty array of {target, value, type?}");
 	json_array_foreach(fields, i, f) {
 		const char *ref, *type;
 		json_t *value = json_object_get(f, "value");
-		if (!json_is_object(f) || cj_req_str(f, "ref", &ref, e) == -1 ||
+		if (tl_target(f, true, &ref, e) == -1 || /* also refuses a non-object */
 		    cj_get_str(f, "type", "textbox", &type, e) == -1)
 			return err_wrap(e, "`fields[%zu]`", i);
 		if (!json_is_string(value) && !json_is_boolean(value) && !json_is_number(value))
@@ -452,8 +477,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			return err_http(e, 400, "`fields[%zu].type` must be textbox, checkbox, radio, combobox or slider", i);
 	}
 	json_array_foreach(fields, i, f) {
-		const char *ref = json_string_value(json_object_get(f, "ref"));
-		const char *type = json_string_value(json_object_get(f, "type"));
+		const char *ref, *type = json_string_value(json_object_get(f, "type"));
 		const json_t *value = json_object_get(f, "value");
 		char obj[128], num[64];
 		int backend;
@@ -465,7 +489,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			snprintf(num, sizeof(num), "%g", json_number_value(value)), sv = num;
 		if (!type)
 			type = "textbox";
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
+		if (tl_target(f, true, &ref, e) == -1 || br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
 			return err_wrap(e, "field %zu", i);
 		if (strcmp(type, "checkbox") == 0 || strcmp(type, "radio") == 0) {
 			bool want = strcmp(sv, "true") == 0 || strcmp(sv, "on") == 0 || strcmp(sv, "checked") == 0;
@@ -571,13 +595,13 @@ static int tl_screenshot(struct tl *t, const json_t *args, struct mcp_result *re
 
 	if (cj_get_str(args, "type", "png", &type, e) == -1 ||
 	    cj_get_bool(args, "fullPage", false, &full, e) == -1 ||
-	    cj_get_str(args, "ref", NULL, &ref, e) == -1 ||
+	    tl_target(args, false, &ref, e) == -1 ||
 	    cj_get_str(args, "filename", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
 	if (strcmp(type, "png") != 0 && strcmp(type, "jpeg") != 0)
 		return err_http(e, 400, "`type` must be \"png\" or \"jpeg\"");
 	if (full && ref)
-		return err_http(e, 400, "`fullPage` and `ref` cannot be combined");
+		return err_http(e, 400, "`fullPage` and `target` cannot be combined");
 	params = json_pack("{s:s}", "format", type);
 	if (strcmp(type, "jpeg") == 0)
 		json_object_set_new(params, "quality", json_integer(80));
@@ -644,7 +668,7 @@ static int tl_evaluate(struct tl *t, const json_t *args, struct mcp_result *res,
 	const char *fn, *ref;
 	AUTOJSON json_t *r = NULL;
 
-	if (cj_req_str(args, "function", &fn, e) == -1 || cj_get_str(args, "ref", NULL, &ref, e) == -1)
+	if (cj_req_str(args, "function", &fn, e) == -1 || tl_target(args, false, &ref, e) == -1)
 		return -1;
 	if (ref) {
 		char obj[128];
@@ -816,7 +840,8 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 	double x1, y1, x2, y2;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
-	if (cj_req_str(args, "startRef", &from, e) == -1 || cj_req_str(args, "endRef", &to, e) == -1)
+	if (tools_element_arg(args, "startTarget", "startRef", true, &from, e) == -1 ||
+	    tools_element_arg(args, "endTarget", "endRef", true, &to, e) == -1)
 		return -1;
 	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, e) == -1 ||
 	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, e) == -1 ||
@@ -835,11 +860,18 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 /* --- the table ------------------------------------------------------------------ */
 
-#define REF_PROPS                                                                           \
+/* An element argument is `target` (playwright-mcp's name since 2026) or `ref`
+ * (its name before), so neither can be in "required": saying "one of the
+ * two" takes a top-level anyOf, which some model APIs refuse in a tool
+ * schema.  The descriptions say it and tools_element_arg() enforces it. */
+#define TARGET_DESC(what, need) \
+	"{\"type\": \"string\", \"description\": \"Exact " what " ref from the page snapshot, e.g. e12 (" need ")\"}"
+#define ALIAS_DESC(name) "{\"type\": \"string\", \"description\": \"Older name of `" name "`, still accepted\"}"
+#define TARGET_PROPS(need)                                                                  \
 	"\"element\": {\"type\": \"string\", \"description\": \"Human-readable description of " \
 	"the element, for the record\"},"                                                       \
-	"\"ref\": {\"type\": \"string\", \"description\": \"Exact element ref from the page "   \
-	"snapshot, e.g. e12\"}"
+	"\"target\": " TARGET_DESC("element", need) ", \"ref\": " ALIAS_DESC("target")
+#define TARGET_REQUIRED TARGET_PROPS("required; older clients send it as `ref`")
 
 static const struct tl_def tl_defs[] = {
 	{"browser_navigate", "Navigate to a URL", "Navigate the current tab to a URL and wait for it to load. Answers with the page snapshot.",
@@ -848,39 +880,39 @@ static const struct tl_def tl_defs[] = {
 	{"browser_navigate_back", "Go back", "Go back to the previous page of the current tab.",
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, false, tl_back},
 	{"browser_snapshot", "Page snapshot",
-	 "Capture an accessibility snapshot of the current page: an outline of its elements with refs (e.g. [ref=e12]) that the other tools take. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
-	 "{\"type\": \"object\", \"properties\": {}}", true, false, false, tl_snapshot},
-	{"browser_click", "Click", "Click an element of the page (by ref from the snapshot).",
-	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
+	 "Capture an accessibility snapshot of the current page (or of one element): an outline of its elements with refs (e.g. [ref=e12]) that the other tools take as `target`. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
+	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") "}}",
+	 true, false, false, tl_snapshot},
+	{"browser_click", "Click", "Click an element of the page, named by its ref from the snapshot (`target`).",
+	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"doubleClick\": {\"type\": \"boolean\", \"description\": \"Double-click instead of a single click\"},"
 	 "\"button\": {\"type\": \"string\", \"enum\": [\"left\", \"right\", \"middle\"], \"description\": \"Button to click, left by default\"},"
-	 "\"modifiers\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"enum\": [\"Alt\", \"Control\", \"ControlOrMeta\", \"Meta\", \"Shift\"]}, \"description\": \"Modifier keys held during the click\"}},"
-	 " \"required\": [\"ref\"]}",
+	 "\"modifiers\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"enum\": [\"Alt\", \"Control\", \"ControlOrMeta\", \"Meta\", \"Shift\"]}, \"description\": \"Modifier keys held during the click\"}}}",
 	 false, true, false, tl_click},
 	{"browser_hover", "Hover", "Move the mouse over an element of the page.",
-	 "{\"type\": \"object\", \"properties\": {" REF_PROPS "}, \"required\": [\"ref\"]}", false, false, false, tl_hover},
+	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED "}}", false, false, false, tl_hover},
 	{"browser_type", "Type text", "Type text into an editable element, replacing what it held.",
-	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
+	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"text\": {\"type\": \"string\", \"description\": \"Text to type\"},"
 	 "\"submit\": {\"type\": \"boolean\", \"description\": \"Press Enter afterwards\"},"
 	 "\"slowly\": {\"type\": \"boolean\", \"description\": \"Type one key at a time (for pages that react to key presses); by default the text is inserted at once\"}},"
-	 " \"required\": [\"ref\", \"text\"]}",
+	 " \"required\": [\"text\"]}",
 	 false, true, false, tl_type},
 	{"browser_press_key", "Press a key", "Press a key on the keyboard, e.g. Enter, ArrowLeft, a, or a chord such as Control+a.",
 	 "{\"type\": \"object\", \"properties\": {\"key\": {\"type\": \"string\", \"description\": \"Name of the key to press or a character to generate, such as `ArrowLeft` or `a`\"}}, \"required\": [\"key\"]}",
 	 false, true, false, tl_press},
 	{"browser_select_option", "Select option", "Select options in a dropdown (<select>), by value or label.",
-	 "{\"type\": \"object\", \"properties\": {" REF_PROPS ","
+	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"values\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Values or labels to select; several for a multi-select\"}},"
-	 " \"required\": [\"ref\", \"values\"]}",
+	 " \"required\": [\"values\"]}",
 	 false, true, false, tl_select},
 	{"browser_fill_form", "Fill form", "Fill several form fields at once.",
 	 "{\"type\": \"object\", \"properties\": {\"fields\": {\"type\": \"array\", \"description\": \"Fields to fill in\", \"items\": {\"type\": \"object\", \"properties\": {"
 	 "\"name\": {\"type\": \"string\", \"description\": \"Human-readable field name\"},"
 	 "\"type\": {\"type\": \"string\", \"enum\": [\"textbox\", \"checkbox\", \"radio\", \"combobox\", \"slider\"], \"description\": \"Type of the field\"},"
-	 "\"ref\": {\"type\": \"string\", \"description\": \"Exact field ref from the page snapshot\"},"
+	 "\"target\": " TARGET_DESC("field", "required; older clients send it as `ref`") ", \"ref\": " ALIAS_DESC("target") ","
 	 "\"value\": {\"type\": \"string\", \"description\": \"Value to fill; for checkboxes true or false; for a combobox the option's label or value\"}},"
-	 " \"required\": [\"ref\", \"value\"]}}}, \"required\": [\"fields\"]}",
+	 " \"required\": [\"value\"]}}}, \"required\": [\"fields\"]}",
 	 false, true, false, tl_fill_form},
 	{"browser_wait_for", "Wait for", "Wait for text to appear or disappear, or for a number of seconds.",
 	 "{\"type\": \"object\", \"properties\": {"
@@ -893,12 +925,14 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {"
 	 "\"type\": {\"type\": \"string\", \"enum\": [\"png\", \"jpeg\"], \"description\": \"Image format, png by default\"},"
 	 "\"fullPage\": {\"type\": \"boolean\", \"description\": \"The full scrollable page instead of the viewport\"},"
-	 "\"filename\": {\"type\": \"string\", \"description\": \"Ignored: the image is returned in the answer\"}," REF_PROPS "}}",
+	 "\"filename\": {\"type\": \"string\", \"description\": \"Ignored: the image is returned in the answer\"},"
+	 TARGET_PROPS("optional: a screenshot of this element instead of the viewport") "}}",
 	 true, false, false, tl_screenshot},
 	{"browser_evaluate", "Evaluate JavaScript",
 	 "Evaluate a JavaScript function on the page, or on an element (which it gets as its argument); answers with the JSON value it returns.",
 	 "{\"type\": \"object\", \"properties\": {"
-	 "\"function\": {\"type\": \"string\", \"description\": \"() => { /* code */ } or (element) => { /* code */ } when an element is given\"}," REF_PROPS "},"
+	 "\"function\": {\"type\": \"string\", \"description\": \"() => { /* code */ } or (element) => { /* code */ } when an element is given\"},"
+	 TARGET_PROPS("optional: the element the function gets as its argument") "},"
 	 " \"required\": [\"function\"]}",
 	 false, true, false, tl_evaluate},
 	{"browser_console_messages", "Console messages", "Return the console messages (and uncaught errors) of the current tab, oldest first.",
@@ -920,15 +954,24 @@ static const struct tl_def tl_defs[] = {
 	{"browser_drag", "Drag mouse", "Drag and drop between two elements of the page.",
 	 "{\"type\": \"object\", \"properties\": {"
 	 "\"startElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the source element\"},"
-	 "\"startRef\": {\"type\": \"string\", \"description\": \"Exact source element ref from the page snapshot\"},"
+	 "\"startTarget\": " TARGET_DESC("source element", "required; older clients send it as `startRef`") ","
+	 "\"startRef\": " ALIAS_DESC("startTarget") ","
 	 "\"endElement\": {\"type\": \"string\", \"description\": \"Human-readable description of the target element\"},"
-	 "\"endRef\": {\"type\": \"string\", \"description\": \"Exact target element ref from the page snapshot\"}},"
-	 " \"required\": [\"startRef\", \"endRef\"]}",
+	 "\"endTarget\": " TARGET_DESC("target element", "required; older clients send it as `endRef`") ","
+	 "\"endRef\": " ALIAS_DESC("endTarget") "}}",
 	 false, true, false, tl_drag},
 	{"browser_close", "Close the page",
 	 "Close every tab. The desktop's browser keeps running (it is what people watch over VNC) with one tab on its start page.",
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, true, tl_close},
 };
+
+const char *tools_schema(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_LEN(tl_defs); i++)
+		if (strcmp(tl_defs[i].name, name) == 0)
+			return tl_defs[i].schema;
+	return NULL;
+}
 
 static int tl_dispatch(struct mcp_call *call, const json_t *args, struct mcp_result *res,
 		       struct err *e)

@@ -1,15 +1,18 @@
 // mcp-browser end to end with the official MCP TypeScript SDK client: lists
-// the tools, drives the test form page (navigate, snapshot, type, click,
-// select, evaluate, screenshot, console, tabs, wait), checks that a stale
-// ref gives the documented error, that a cancelled call lets go of the
-// browser, and that bad input is rejected while the server keeps serving.  Prints "ok - ..." / "not ok - ..." lines; exits 1
-// when anything failed.
+// the tools (their input schemas compile as JSON Schema 2020-12), drives the
+// test form page (navigate, snapshot, type, click, select, evaluate,
+// screenshot, console, tabs, wait), with elements named as older clients do
+// (`ref`) and as playwright-mcp does since 2026 (`target`), checks that a
+// stale ref gives the documented error, that a cancelled call lets go of the
+// browser, and that bad input is rejected while the server keeps serving.
+// Prints "ok - ..." / "not ok - ..." lines; exits 1 when anything failed.
 //
 //   node mcp-browser-test.mjs --url http://10.0.2.15:7999/mcp
 //        [--page file:///opt/cloche/share/test/form.html] [--origin http://127.0.0.1]
 //   node mcp-browser-test.mjs --url ... --bench N [--out FILE.json]
 //        (only times N browser_snapshot round trips, writes p50/p99)
 import { writeFileSync } from 'node:fs';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
@@ -24,6 +27,17 @@ const short = (s) => JSON.stringify(String(s).slice(0, 300));
 const client = await connect(args.url, 'cloche-mcp-browser-test',
   { headers: args.origin ? { Origin: args.origin } : undefined });
 const call = (name, a = {}) => client.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
+// A JSON-RPC error as a failed result, for checks that must go on after one.
+const tryCall = (name, a) => call(name, a).catch((e) => ({ isError: true, content: [{ type: 'text', text: `JSON-RPC ${e.code}: ${e.message}` }] }));
+// Expects a JSON-RPC -32602 error (whose message matches re, when given).
+const rejects = async (p, name, re) => {
+  try {
+    const x = await p;
+    notOk(name, `answered ${short(JSON.stringify(x))}`);
+  } catch (e) {
+    check(e.code === -32602 && (!re || re.test(e.message)), name, `code ${e.code}: ${e.message}`);
+  }
+};
 
 if (args.bench) {
   await call('browser_navigate', { url: page });
@@ -52,6 +66,23 @@ try {
     'browser_close', 'browser_handle_dialog', 'browser_drag'];
   const missing = want.filter((n) => !names.has(n));
   check(missing.length === 0, `tools/list has the ${want.length} browser tools`, `missing ${missing}`);
+
+  // The schemas are valid JSON Schema, document `target` and still accept `ref`.
+  const ajv = new Ajv2020({ strict: true, allErrors: true });
+  const validators = {};
+  for (const t of tools) {
+    try { validators[t.name] = ajv.compile(t.inputSchema); } catch (e) { notOk(`the input schema of ${t.name} compiles`, e.message); }
+  }
+  check(Object.keys(validators).length === tools.length, `every input schema compiles as JSON Schema 2020-12 (${tools.length})`);
+  const fits = (tool, a) => validators[tool]?.(a) === true;
+  const accepted = [['browser_click', { target: 'e1' }], ['browser_click', { ref: 'e1' }],
+    ['browser_type', { target: 'e1', text: 'x' }], ['browser_evaluate', { target: 'e1', function: '(el) => el.id' }],
+    ['browser_drag', { startTarget: 'e1', endTarget: 'e2' }], ['browser_drag', { startRef: 'e1', endRef: 'e2' }],
+    ['browser_fill_form', { fields: [{ target: 'e1', value: 'x' }] }]].filter(([n, a]) => !fits(n, a));
+  check(accepted.length === 0, 'the schemas accept elements named by `target` and by the older `ref`', short(JSON.stringify(accepted)));
+  const undocumented = tools.filter((t) => 'ref' in (t.inputSchema.properties || {}) && !('target' in t.inputSchema.properties));
+  check(undocumented.length === 0 && 'target' in (tools.find((t) => t.name === 'browser_click')?.inputSchema.properties || {}),
+    'every tool that takes `ref` documents `target`', undocumented.map((t) => t.name).join(', '));
 
   let t0 = Date.now();
   let r = await call('browser_navigate', { url: page });
@@ -140,6 +171,41 @@ try {
   r = await call('browser_drag', { startRef: src?.[1] || 'e1', endRef: dst?.[1] || 'e1' });
   check(!r.isError && /status[^\n]*: dropped/.test(text(r)), 'browser_drag drags between two elements', short(text(r)));
 
+  // playwright-mcp's names since 2026: `target` (drag: startTarget, endTarget).
+  snap = text(await call('browser_navigate', { url: page }));
+  const ref = (role, name) => new RegExp(`${role} "${name}"[^\\n]*\\[ref=(e\\d+)\\]`).exec(snap)?.[1] || 'e1';
+  const tName = ref('textbox', 'Your name'), tColour = ref('combobox', 'Favourite colour'), tBox = ref('checkbox', 'I agree');
+  const tGreet = ref('button', 'Greet'), tSrc = ref('button', 'Drag me'), tDst = ref('button', 'Drop here');
+  r = await tryCall('browser_type', { target: tName, element: 'name field', text: 'Grace Hopper' });
+  check(!r.isError && new RegExp(`textbox "Your name"[^\\n]*\\[ref=${tName}\\]: Grace Hopper`).test(text(r)), 'browser_type with target', short(text(r)));
+  r = await tryCall('browser_select_option', { target: tColour, values: ['Green'] });
+  check(!r.isError && /"green"/.test(text(r)), 'browser_select_option with target', short(text(r)));
+  r = await tryCall('browser_fill_form', { fields: [{ target: tBox, type: 'checkbox', value: 'true' }] });
+  check(!r.isError && /checkbox "I agree" \[checked\]/.test(text(r)), 'browser_fill_form with a field named by target', short(text(r)));
+  r = await tryCall('browser_hover', { target: tGreet, element: 'Greet button' });
+  const hovered = text(await call('browser_evaluate', { function: "() => document.querySelector('#hello').matches(':hover')" })).trim();
+  check(!r.isError && hovered === 'true', 'browser_hover with target puts the mouse on the element', `${short(text(r))} :hover ${hovered}`);
+  r = await tryCall('browser_click', { target: tGreet, element: 'Greet button' });
+  check(!r.isError && /Hello, Grace Hopper \(green, agreed\)/.test(text(r)), 'browser_click with target', short(text(r)));
+  r = await tryCall('browser_evaluate', { function: '(el) => el.id', target: tName });
+  check(!r.isError && text(r).trim() === '"name"', 'browser_evaluate with target gets the element', short(text(r)));
+  r = await tryCall('browser_snapshot', { target: tColour });
+  check(!r.isError && new RegExp(`^- combobox "Favourite colour"[^\\n]*\\[ref=${tColour}\\]`, 'm').test(text(r)) &&
+    !/heading "Form test"|button "Greet"/.test(text(r)), 'browser_snapshot with target outlines that element only', short(text(r)));
+  r = await tryCall('browser_take_screenshot', { target: tColour });
+  const shot = (r.content || []).find((c) => c.type === 'image');
+  const ihdr = shot && Buffer.from(shot.data, 'base64');
+  const [w, h] = ihdr ? [ihdr.readUInt32BE(16), ihdr.readUInt32BE(20)] : [0, 0];
+  check(!r.isError && w > 100 && w < 600 && h > 10 && h < 150, `browser_take_screenshot with target captures the element (${w}x${h})`, short(text(r)));
+  r = await tryCall('browser_drag', { startTarget: tSrc, endTarget: tDst });
+  check(!r.isError && /status[^\n]*: dropped/.test(text(r)), 'browser_drag with startTarget and endTarget', short(text(r)));
+  r = await tryCall('browser_click', { target: tGreet, ref: tGreet });
+  check(!r.isError, 'target and ref naming the same element are accepted', short(text(r)));
+  await rejects(call('browser_click', { target: tGreet, ref: tName }),
+    'target and ref naming different elements is a JSON-RPC -32602 error that says so', /`target` and `ref` name different elements/);
+  await rejects(call('browser_drag', { startTarget: tSrc, startRef: tDst, endTarget: tDst }),
+    'startTarget and startRef naming different elements is a JSON-RPC -32602 error', /`startTarget` and `startRef` name different elements/);
+
   // Cancellation: a long wait is abandoned promptly and frees the browser.
   const ac = new AbortController();
   t0 = Date.now();
@@ -152,17 +218,9 @@ try {
   check(how === 'aborted' && !r.isError && took < 10000, `a cancelled browser_wait_for frees the browser (next call done after ${took} ms)`, how);
 
   // Bad input: JSON-RPC errors, and the server keeps serving.
-  const rejects = async (p, name) => {
-    try {
-      const x = await p;
-      notOk(name, `answered ${short(JSON.stringify(x))}`);
-    } catch (e) {
-      check(e.code === -32602, name, `code ${e.code}: ${e.message}`);
-    }
-  };
   await rejects(call('browser_frobnicate', {}), 'an unknown tool is a JSON-RPC -32602 error');
   await rejects(call('browser_navigate', { url: 42 }), 'a wrong argument type is a JSON-RPC -32602 error');
-  await rejects(call('browser_click', {}), 'a missing required argument is a JSON-RPC -32602 error');
+  await rejects(call('browser_click', {}), 'a missing element is a JSON-RPC -32602 error that names `target`', /`target` is required/);
   await rejects(call('browser_press_key', { key: 'NoSuchKey' }), 'an unknown key name is a JSON-RPC -32602 error');
   r = await call('browser_navigate', { url: 'http://127.0.0.1:1/' });
   check(r.isError || /chrome-error|refused/i.test(text(r)), 'a failed navigation is reported', short(text(r)));

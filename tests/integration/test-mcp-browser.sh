@@ -2,7 +2,8 @@
 # mcp-browser inside a real sandbox: the desktop template boots under runsc;
 # from the router netns the official MCP SDK client (tests/e2e/
 # mcp-browser-test.mjs) drives the visible Chromium through port 7999 (tools,
-# navigate, type, snapshot, stale refs, screenshot, evaluate, bad input);
+# navigate, type, snapshot, stale refs, screenshot, evaluate, elements named
+# by `ref` and by `target`, bad input);
 # the browser runs on the VNC screen, not headless; killing Chromium alone
 # makes mcp-browser exit, init restarts the pair, health and MCP recover.
 set -uo pipefail
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . scripts/lib/sandbox.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-id="t-mcpb-$$"
+id=${CLOCHE_TEST_ID:-t-mcpb-$$} # several worktrees on one machine each name their own
 url="http://10.0.2.15:7999/mcp"
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() { sb_down "$id" >/dev/null 2>&1; }

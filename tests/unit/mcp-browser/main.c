@@ -1,13 +1,16 @@
 /* Unit suite of mcp-browser's pure parts and of its DevTools client: the
  * snapshot renderer on hand-made accessibility trees (pruning, folding,
- * states, refs, the bound), base64, and the pipe client against a fake
- * Chromium on a socket pair (answers by id, events, protocol errors,
- * oversized answers, timeouts, the end of the connection). */
+ * states, refs, the bound, one element's outline), the element argument
+ * (`target` and its older name `ref`) and the tool schemas that declare it,
+ * base64, and the pipe client against a fake Chromium on a socket pair
+ * (answers by id, events, protocol errors, oversized answers, timeouts, the
+ * end of the connection). */
 #include "common/buf.h"
 #include "common/json.h"
 #include "mcp/browser/cdp.h"
 #include "mcp/browser/snapshot.h"
 #include "mcp/browser/tools.h"
+#include "mcp/lib/schema.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -34,7 +37,7 @@ static char *render(const char *nodes_json, size_t max, size_t *omitted)
 
 	ck_assert_msg(nodes != NULL, "%s", e.msg);
 	next_ref = 0;
-	size_t o = snapshot_render(nodes, max, ref_for, NULL, &out);
+	size_t o = snapshot_render(nodes, NULL, max, ref_for, NULL, &out);
 	if (omitted)
 		*omitted = o;
 	json_decref(nodes);
@@ -101,6 +104,194 @@ START_TEST(test_snapshot_bound)
 	ck_assert_ptr_nonnull(strstr(got, "- button \"Button number 1\" [ref=e1]\n"));
 	free(got);
 	buf_free(&nodes);
+}
+END_TEST
+
+/* One element's outline: the node for its DOM node is found in the whole
+ * page's tree and rendered as a page snapshot would show it, without what
+ * lies outside it; an element that is a bare container lifts its children. */
+START_TEST(test_snapshot_element)
+{
+	static const char nodes_json[] =
+		"[" N("1", "RootWebArea", "T", "[\"2\",\"3\"]", ",\"backendDOMNodeId\":1")
+		"," N("2", "heading", "Form test", "[]", ",\"parentId\":\"1\",\"backendDOMNodeId\":10")
+		"," N("3", "generic", "", "[\"4\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":11")
+		"," N("4", "form", "", "[\"5\"]", ",\"parentId\":\"3\",\"backendDOMNodeId\":12")
+		"," N("5", "textbox", "Name", "[]", ",\"parentId\":\"4\",\"backendDOMNodeId\":13,\"value\":{\"value\":\"Ada\"}") "]";
+	static const struct {
+		int backend;
+		const char *want;
+	} cases[] = {
+		{12, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{11, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{13, "- textbox \"Name\" [ref=e1]: Ada\n"},
+		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n  - textbox \"Name\" [ref=e3]: Ada\n"},
+	};
+	struct err e = ERR_INIT;
+	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
+
+	ck_assert_msg(nodes != NULL, "%s", e.msg);
+	ck_assert_ptr_null(snapshot_find(nodes, 99));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf out = BUF_INIT(1 << 20);
+		const json_t *root = snapshot_find(nodes, cases[i].backend);
+		ck_assert_ptr_nonnull(root);
+		next_ref = 0;
+		ck_assert_uint_eq(snapshot_render(nodes, root, 10000, ref_for, NULL, &out), 0);
+		ck_assert_msg(strcmp(buf_str(&out), cases[i].want) == 0, "backend %d:\ngot:\n%s\nwant:\n%s",
+			      cases[i].backend, buf_str(&out), cases[i].want);
+		buf_free(&out);
+	}
+	json_decref(nodes);
+}
+END_TEST
+
+/* --- the element argument: `target`, and `ref` as before ------------------------- */
+
+static const struct {
+	const char *what, *args, *name, *alias;
+	bool required;
+	const char *ref; /* what is read, or NULL */
+	const char *err; /* the start of the error, or NULL for success */
+} element_cases[] = {
+	{"target", "{\"target\":\"e4\"}", "target", "ref", true, "e4", NULL},
+	{"ref, from older clients", "{\"ref\":\"e4\"}", "target", "ref", true, "e4", NULL},
+	{"both, naming the same element", "{\"target\":\"e4\",\"ref\":\"e4\"}", "target", "ref", true, "e4", NULL},
+	{"both, naming different elements", "{\"target\":\"e4\",\"ref\":\"e5\"}", "target", "ref", false, NULL,
+	 "`target` and `ref` name different elements (\"e4\" and \"e5\"): give only `target`"},
+	{"neither, where one is needed: the error names target", "{\"element\":\"Greet\"}", "target", "ref", true, NULL,
+	 "`target` is required"},
+	{"neither, where it is optional", "{}", "target", "ref", false, NULL, NULL},
+	{"null reads as not given", "{\"target\":null,\"ref\":\"e4\"}", "target", "ref", true, "e4", NULL},
+	{"a target that is not a string", "{\"target\":4}", "target", "ref", true, NULL, "`target` must be a string"},
+	{"a ref that is not a string", "{\"target\":\"e4\",\"ref\":[]}", "target", "ref", true, NULL, "`ref` must be a string"},
+	{"arguments that are not an object", "[]", "target", "ref", true, NULL, "expected a JSON object"},
+	{"drag: startTarget", "{\"startTarget\":\"e1\",\"endRef\":\"e2\"}", "startTarget", "startRef", true, "e1", NULL},
+	{"drag: endRef, from older clients", "{\"startTarget\":\"e1\",\"endRef\":\"e2\"}", "endTarget", "endRef", true, "e2", NULL},
+	{"drag: different end elements", "{\"endTarget\":\"e2\",\"endRef\":\"e3\"}", "endTarget", "endRef", true, NULL,
+	 "`endTarget` and `endRef` name different elements"},
+	{"drag: no end element", "{\"startTarget\":\"e1\"}", "endTarget", "endRef", true, NULL, "`endTarget` is required"},
+};
+
+START_TEST(test_element_arg)
+{
+	struct err e = ERR_INIT;
+	json_t *args = cj_parse(element_cases[_i].args, strlen(element_cases[_i].args), 4096, 8, &e);
+	const char *ref = "unset";
+
+	ck_assert_msg(args != NULL, "%s", e.msg);
+	int rc = tools_element_arg(args, element_cases[_i].name, element_cases[_i].alias, element_cases[_i].required,
+				   &ref, &e);
+	if (element_cases[_i].err) {
+		ck_assert_msg(rc == -1 && e.http_status == 400 &&
+			      strncmp(e.msg, element_cases[_i].err, strlen(element_cases[_i].err)) == 0,
+			      "%s: rc %d, status %d, \"%s\"", element_cases[_i].what, rc, e.http_status, e.msg);
+	} else {
+		ck_assert_msg(rc == 0, "%s: %s", element_cases[_i].what, e.msg);
+		ck_assert_msg(element_cases[_i].ref ? ref && strcmp(ref, element_cases[_i].ref) == 0 : ref == NULL,
+			      "%s: read %s", element_cases[_i].what, ref ? ref : "(null)");
+	}
+	json_decref(args);
+}
+END_TEST
+
+static const char *const all_tools[] = {
+	"browser_navigate", "browser_navigate_back", "browser_snapshot", "browser_click", "browser_hover",
+	"browser_type", "browser_press_key", "browser_select_option", "browser_fill_form", "browser_wait_for",
+	"browser_take_screenshot", "browser_evaluate", "browser_console_messages", "browser_tabs",
+	"browser_resize", "browser_handle_dialog", "browser_drag", "browser_close",
+};
+
+static const char *const element_keys[][2] = {
+	{"target", "ref"}, {"startTarget", "startRef"}, {"endTarget", "endRef"}};
+
+/* Walks a schema: wherever an element key is declared, its other name is
+ * too, both as strings, and no "required" names either of them. */
+static void check_element_schema(const char *tool, const json_t *node)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_array(node))
+		json_array_foreach(node, i, v)
+			check_element_schema(tool, v);
+	if (!json_is_object(node))
+		return;
+	const json_t *props = json_object_get(node, "properties");
+	for (size_t k = 0; k < sizeof(element_keys) / sizeof(element_keys[0]); k++) {
+		const json_t *cur = json_object_get(props, element_keys[k][0]);
+		const json_t *old = json_object_get(props, element_keys[k][1]);
+		ck_assert_msg(!cur == !old, "%s declares only one of `%s` and `%s`", tool, element_keys[k][0],
+			      element_keys[k][1]);
+		if (cur)
+			ck_assert_msg(strcmp(json_string_value(json_object_get(cur, "type")), "string") == 0 &&
+				      strcmp(json_string_value(json_object_get(old, "type")), "string") == 0,
+				      "%s: `%s` and `%s` are strings", tool, element_keys[k][0], element_keys[k][1]);
+		json_array_foreach(json_object_get(node, "required"), i, v)
+			ck_assert_msg(strcmp(json_string_value(v), element_keys[k][0]) != 0 &&
+				      strcmp(json_string_value(v), element_keys[k][1]) != 0,
+				      "%s requires `%s`: a client sending the other name would be refused", tool,
+				      json_string_value(v));
+	}
+	json_object_foreach((json_t *)node, key, v)
+		check_element_schema(tool, v);
+}
+
+START_TEST(test_schemas_declare_target)
+{
+	struct err e = ERR_INIT;
+	int with_target = 0;
+
+	for (size_t i = 0; i < sizeof(all_tools) / sizeof(all_tools[0]); i++) {
+		const char *text = tools_schema(all_tools[i]);
+		ck_assert_msg(text != NULL, "no tool %s", all_tools[i]);
+		json_t *schema = cj_parse(text, strlen(text), 1 << 20, 32, &e);
+		ck_assert_msg(schema != NULL, "%s: %s", all_tools[i], e.msg);
+		ck_assert_str_eq(json_string_value(json_object_get(schema, "type")), "object");
+		check_element_schema(all_tools[i], schema);
+		if (json_object_get(json_object_get(schema, "properties"), "target"))
+			with_target++;
+		json_decref(schema);
+	}
+	/* snapshot, click, hover, type, select, screenshot, evaluate */
+	ck_assert_int_eq(with_target, 7);
+	ck_assert_ptr_null(tools_schema("browser_frobnicate"));
+}
+END_TEST
+
+/* Calls as new and old clients make them pass the library's argument check
+ * against each tool's schema (which used to require `ref`). */
+static const struct {
+	const char *tool, *args;
+} element_calls[] = {
+	{"browser_snapshot", "{\"target\":\"e1\"}"},
+	{"browser_click", "{\"target\":\"e1\",\"element\":\"Greet button\"}"},
+	{"browser_click", "{\"ref\":\"e1\"}"},
+	{"browser_hover", "{\"target\":\"e1\"}"},
+	{"browser_type", "{\"target\":\"e1\",\"text\":\"Ada\"}"},
+	{"browser_type", "{\"ref\":\"e1\",\"text\":\"Ada\"}"},
+	{"browser_select_option", "{\"target\":\"e1\",\"values\":[\"blue\"]}"},
+	{"browser_take_screenshot", "{\"target\":\"e1\"}"},
+	{"browser_evaluate", "{\"target\":\"e1\",\"function\":\"(el) => el.id\"}"},
+	{"browser_drag", "{\"startTarget\":\"e1\",\"endTarget\":\"e2\"}"},
+	{"browser_drag", "{\"startRef\":\"e1\",\"endRef\":\"e2\"}"},
+	{"browser_fill_form", "{\"fields\":[{\"target\":\"e1\",\"value\":\"Ada\"}]}"},
+};
+
+START_TEST(test_schemas_accept_target)
+{
+	struct err e = ERR_INIT;
+	const char *text = tools_schema(element_calls[_i].tool);
+	json_t *schema = cj_parse(text, strlen(text), 1 << 20, 32, &e);
+	json_t *args = cj_parse(element_calls[_i].args, strlen(element_calls[_i].args), 4096, 8, &e);
+
+	ck_assert_ptr_nonnull(schema);
+	ck_assert_ptr_nonnull(args);
+	ck_assert_msg(mcp_schema_check(schema, args, &e) == 0, "%s %s: %s", element_calls[_i].tool,
+		      element_calls[_i].args, e.msg);
+	json_decref(args);
+	json_decref(schema);
 }
 END_TEST
 
@@ -250,6 +441,10 @@ static Suite *suite_mcp_browser(void)
 	tcase_set_timeout(tc, 20);
 	tcase_add_loop_test(tc, test_snapshot_cases, 0, sizeof(snap_cases) / sizeof(snap_cases[0]));
 	tcase_add_test(tc, test_snapshot_bound);
+	tcase_add_test(tc, test_snapshot_element);
+	tcase_add_loop_test(tc, test_element_arg, 0, sizeof(element_cases) / sizeof(element_cases[0]));
+	tcase_add_test(tc, test_schemas_declare_target);
+	tcase_add_loop_test(tc, test_schemas_accept_target, 0, sizeof(element_calls) / sizeof(element_calls[0]));
 	tcase_add_test(tc, test_base64);
 	tcase_add_test(tc, test_cdp_client);
 	suite_add_tcase(s, tc);
