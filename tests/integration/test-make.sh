@@ -8,6 +8,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 
+# Run as a new user would, not as a sub-make of `make test` (whose
+# MAKEFLAGS and MAKELEVEL would add "Entering directory" lines).
+unset MAKEFLAGS MFLAGS MAKELEVEL
 no_pc() { PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= "$@" 2>&1; }
 
 for verb in run test deps stop bench "run stop"; do
