@@ -45,8 +45,9 @@ export CLOCHE_POOL_IMG="$WORK/img/pool.img"
 export CLOCHE_POOL_SIZE=20G
 # The tree is shared with builds running meanwhile: freeze the inputs of the
 # top layer, or its digest could change between two runs of this test.
-mkdir -p "$WORK/bin" "$WORK/overlay"
+mkdir -p "$WORK/bin" "$WORK/lib" "$WORK/overlay"
 cp -p "$BIN_DIR"/cloche-* "$WORK/bin/"
+cp -p "$(dirname "$BIN_DIR")/lib/libcloche-compat.so" "$WORK/lib/"
 [[ ! -d "$REPO/appliance/rootfs-overlay" ]] || cp -a "$REPO/appliance/rootfs-overlay/." "$WORK/overlay/"
 BIN_DIR="$WORK/bin"
 export CLOCHE_BIN_DIR="$BIN_DIR" CLOCHE_ROOTFS_OVERLAY="$WORK/overlay"
@@ -121,6 +122,9 @@ check "build: progress lines on stderr start with template:" only_progress "$WOR
 check "template: is read-only" is_ro "$F"
 check "template: base layer is read-only" is_ro "$T/desktop-base@$base_digest"
 check "template: /opt/cloche/bin/cloche-init is executable" test -x "$F/opt/cloche/bin/cloche-init"
+check "template: /etc/ld.so.preload names the compat library, which is there" \
+	bash -c '[[ $(cat "$1/etc/ld.so.preload") == /opt/cloche/lib/libcloche-compat.so ]] &&
+		cmp -s "$1/opt/cloche/lib/libcloche-compat.so" "$2/lib/libcloche-compat.so"' _ "$F" "$WORK"
 for b in "$BIN_DIR"/cloche-* "$BIN_DIR"/mcp-*; do
 	[[ -x "$b" ]] || continue
 	case $(basename "$b") in

@@ -114,12 +114,13 @@ static char *get_password(rfbClient *cl)
 	FILE *f;
 
 	(void)cl;
+	/* NULL, not "": libvncclient gives up on both, but leaks an empty one. */
 	if (!opt.password_file)
-		return strdup("");
+		return NULL;
 	f = fopen(opt.password_file, "r");
 	if (!f) {
 		fprintf(stderr, "vnc-client: open %s: %s\n", opt.password_file, strerror(errno));
-		return strdup("");
+		return NULL;
 	}
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';
