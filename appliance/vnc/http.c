@@ -335,7 +335,9 @@ static const char *query_value(const char *target, const char *key, size_t *len)
 	return NULL;
 }
 
-bool vnc_http_query_has(const char *target, const char *key, const char *value)
+/* Whether the query of target has key=value with exactly this value,
+ * compared in constant time. */
+static bool query_has(const char *target, const char *key, const char *value)
 {
 	size_t len, vl = strlen(value);
 	const char *v = query_value(target, key, &len);
@@ -368,7 +370,7 @@ static int upgrade_refusal(const struct vnc_http *h, const struct request *r, co
 			*why = "the secret is missing";
 			return 401;
 		}
-		if (!vnc_http_query_has(r->target, "secret", h->guard.secret)) {
+		if (!query_has(r->target, "secret", h->guard.secret)) {
 			*why = "the secret is wrong";
 			return 403;
 		}

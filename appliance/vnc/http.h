@@ -51,10 +51,6 @@ struct vnc_http *vnc_http_new(int listen_fd, const char *web_dir,
 			      const struct vnc_http_guard *guard, vnc_http_upgrade_fn upgrade,
 			      void *ctx, struct err *e);
 
-/* Whether the query of target (after '?') has key=value with exactly this
- * value, compared in constant time.  For tests and for the module. */
-bool vnc_http_query_has(const char *target, const char *key, const char *value);
-
 /* Fills up to cap pollfd entries for the listener and the connections and
  * returns how many; vnc_http_process() must get the same array back. */
 size_t vnc_http_pollfds(struct vnc_http *h, struct pollfd *fds, size_t cap, uint64_t now_ms);
