@@ -83,6 +83,21 @@ static const struct cfg_opt init_opts[] = {
 	{"memory-check-ms", CFG_INT, "100", "how often the memory guard looks"},
 };
 
+extern char **environ;
+
+/* Overwrites the value of every *_SECRET variable of this process's
+ * environment with zero bytes, where /proc/PID/environ reads it. */
+static void scrub_secrets(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		char *eq = strchr(*e, '=');
+		size_t nl = eq ? (size_t)(eq - *e) : 0;
+
+		if (eq && nl > 7 && memcmp(eq - 7, "_SECRET", 7) == 0)
+			explicit_bzero(eq + 1, strlen(eq + 1));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg *opts = cfg_new(init_opts, ARRAY_LEN(init_opts), "CLOCHE");
@@ -123,6 +138,10 @@ int main(int argc, char **argv)
 		cfg_free(opts);
 		return 1;
 	}
+	/* The services' environments are built: the secrets among ours
+	 * (CLOCHE_VNC_SECRET, handed to cloche-vnc alone) are wiped in place,
+	 * since gVisor lets every user read /proc/1/environ. */
+	scrub_secrets();
 	if (cfg_bool(opts, "check")) {
 		printf("%s: %zu services\n", services, cfg.nsvc);
 		init_config_free(&cfg);

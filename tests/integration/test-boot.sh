@@ -53,6 +53,13 @@ else
 	ok "vncsnapshot without the password gets nothing"
 fi
 
+# The secret is in the container's environment, but neither init (gVisor
+# lets every user read /proc/1/environ) nor cloche-vnc shows it to the user.
+vnc_pid=$(jq -r '.services.vnc.pid' <<<"$(sb_health "$id")")
+shown=$(sb_runsc "$id" exec --user 1000:1000 "$id" cat /proc/1/environ "/proc/$vnc_pid/environ" 2>/dev/null |
+	tr '\0' '\n' | grep -c "^CLOCHE_VNC_SECRET=.")
+check "the secret is not readable in init's or cloche-vnc's environment ($shown shown)" test "$shown" = 0
+
 # The browser half runs inside the router netns too, so it reaches
 # 10.0.2.15 exactly as a proxied browser would: one link with the secret.
 sb_in_router "$id" node tests/e2e/novnc-test.mjs --url "http://10.0.2.15:6080/?secret=$secret" \
