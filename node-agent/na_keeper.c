@@ -65,14 +65,15 @@ void na_warm_count_locked(struct na_node *n, const char *tpl, int *ready, int *s
 }
 
 /* An unclaimed, ready member of pool w whose template is not the newest
- * (resolved) one.  Caller holds n->mu. */
+ * (resolved) one, and that no egress change holds (its destroy would get
+ * 409 and the keeper would retry at once, spinning).  Caller holds n->mu. */
 static struct na_sb *warm_stale_locked(struct na_node *n, const struct na_warm *w,
 				       const char *resolved)
 {
 	size_t nl = strlen(w->name);
 
 	for (struct na_sb *s = n->list; s; s = s->next)
-		if (s->pooled && strcmp(s->state, "ready") == 0 &&
+		if (s->pooled && !s->busy && strcmp(s->state, "ready") == 0 &&
 		    strncmp(s->template, w->name, nl) == 0 && s->template[nl] == '@' &&
 		    strcmp(s->template, resolved) != 0)
 			return s;
@@ -194,7 +195,9 @@ static bool reap_dead_member_locked(struct na_node *n)
 	struct err e = ERR_INIT;
 
 	for (struct na_sb *s = n->list; s; s = s->next) {
-		if (!s->pooled || strcmp(s->state, "failed") != 0)
+		/* A busy one would refuse the destroy (409) and the keeper
+		 * would ask again at once: wait for the change to end. */
+		if (!s->pooled || s->busy || strcmp(s->state, "failed") != 0)
 			continue;
 		snprintf(id, sizeof(id), "%s", s->id);
 		pthread_mutex_unlock(&n->mu);
