@@ -6,6 +6,7 @@
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_sandbox.h"
+#include "node-agent/na_test.h"
 
 #include "common/cfg.h"
 #include "common/http_server.h"
@@ -48,6 +49,8 @@ static const struct cfg_opt opts[] = {
 	 "unix socket of the port-connect path (cloche-node connect ID PORT)"},
 	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+	{"test-hooks", CFG_STR, "",
+	 "for tests only: pauses that widen race windows, point=ms[,...] (node-agent/na_test.h)"},
 };
 
 /* Constant-time comparison of the bearer token with the credential. */
@@ -512,6 +515,11 @@ int main(int argc, char **argv)
 		die("bad configuration", &e);
 	}
 	log_init("cloche-node", (enum log_level)lvl, 2);
+	if (na_test_hooks_set(cfg_str(c, "test-hooks"), &e) == -1)
+		die("bad configuration", &e);
+	if (na_test_hooks_on())
+		log_warn("test hooks are on: this agent pauses on purpose (tests only)", "{s:s}",
+			 "test_hooks", cfg_str(c, "test-hooks"));
 	if (cfg_args(c, &nargs)[0]) {
 		if (strcmp(cfg_args(c, NULL)[0], "connect") == 0) {
 			rc = connect_command(cfg_str(c, "connect-socket"), cfg_args(c, NULL), nargs);
@@ -606,5 +614,6 @@ int main(int argc, char **argv)
 	na_egress_free(a.egress);
 	cfg_free(c);
 	log_info("stopped", NULL);
+	na_test_pause(NA_HOOK_EXIT); /* a thread still using what was freed would show now */
 	return rc == 0 ? 0 : 1;
 }
