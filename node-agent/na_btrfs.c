@@ -60,9 +60,14 @@ int na_btrfs_delete(const char *path, struct err *e)
 /* Send stream layout (btrfs-progs send.h): "btrfs-stream\0", le32 version,
  * then commands: le32 length, le16 command, le32 crc, then attributes as
  * le16 type, le16 length, data.  The first command is SUBVOL (1) with the
- * subvolume's PATH (15). */
+ * subvolume's PATH (15); the last is END (21).  `btrfs send A B` writes one
+ * such stream per subvolume, one after the other. */
 #define STREAM_MAGIC "btrfs-stream"
+#define STREAM_HEAD (sizeof(STREAM_MAGIC) + 4)
+#define STREAM_CMD_HEAD 10
 #define STREAM_CMD_SUBVOL 1
+#define STREAM_CMD_SNAPSHOT 2
+#define STREAM_CMD_END 21
 #define STREAM_ATTR_PATH 15
 
 static unsigned le16(const unsigned char *p)
@@ -76,22 +81,19 @@ static unsigned long le32(const unsigned char *p)
 	       (unsigned long)p[3] << 24;
 }
 
-int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e)
+/* The PATH attribute of the stream's first command (SUBVOL), from the
+ * stream's first got bytes in buf, into name.  0 or -1. */
+static int stream_first_name(const unsigned char *buf, size_t got, char *name, size_t len,
+			     struct err *e)
 {
-	unsigned char buf[4096];
-	AUTOCLOSE int fd = open(file, O_RDONLY | O_CLOEXEC);
-	ssize_t got;
-	size_t off = sizeof(STREAM_MAGIC) + 4, end;
+	size_t off = STREAM_HEAD, end;
 
-	if (fd == -1)
-		return err_set(e, errno, "open `%s`", file);
-	got = read(fd, buf, sizeof(buf));
-	if (got < (ssize_t)(off + 10) || memcmp(buf, STREAM_MAGIC, sizeof(STREAM_MAGIC)) != 0)
-		return err_set(e, 0, "`%s` is not a btrfs send stream", file);
-	end = off + 10 + le32(buf + off);
-	if (le16(buf + off + 4) != STREAM_CMD_SUBVOL || end > (size_t)got)
-		return err_set(e, 0, "`%s` does not start with a subvolume", file);
-	for (off += 10; off + 4 <= end;) {
+	if (got < off + STREAM_CMD_HEAD || memcmp(buf, STREAM_MAGIC, sizeof(STREAM_MAGIC)) != 0)
+		return err_set(e, 0, "not a btrfs send stream");
+	end = off + STREAM_CMD_HEAD + le32(buf + off);
+	if (le16(buf + off + 4) != STREAM_CMD_SUBVOL || end > got)
+		return err_set(e, 0, "it does not start with a (full) subvolume");
+	for (off += STREAM_CMD_HEAD; off + 4 <= end;) {
 		unsigned type = le16(buf + off), alen = le16(buf + off + 2);
 
 		if (off + 4 + alen > end)
@@ -99,24 +101,91 @@ int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e
 		if (type == STREAM_ATTR_PATH) {
 			if (alen == 0 || alen >= len || memchr(buf + off + 4, '/', alen) ||
 			    memchr(buf + off + 4, '\0', alen))
-				return err_set(e, 0, "`%s` names a bad subvolume path", file);
+				return err_set(e, 0, "it names a bad subvolume path");
 			memcpy(name, buf + off + 4, alen);
 			name[alen] = '\0';
 			return 0;
 		}
 		off += 4 + alen;
 	}
-	return err_set(e, 0, "`%s`: its subvolume has no name", file);
+	return err_set(e, 0, "its subvolume has no name");
 }
 
-int na_btrfs_receive(const char *file, const char *dir, struct err *e)
+/* Walks the command heads of the stream (size bytes) from its second
+ * command to END: no other subvolume may begin, END must come, and nothing
+ * may follow it.  Reads heads only (pread), so a big stream costs one read
+ * of 10 bytes per command.  0 or -1. */
+static int stream_walk(int fd, off_t size, struct err *e)
 {
-	/* -e: stop at the stream's end marker, so subvolumes appended after
-	 * the first are never received. */
-	char *argv[] = {"btrfs", "-q", "receive", "-e", "-f", (char *)file, (char *)dir, NULL};
+	unsigned char head[STREAM_CMD_HEAD];
+	off_t off = (off_t)STREAM_HEAD;
+	bool first = true;
 
-	if (na_cmd_check(argv, NULL, NULL, e) == -1)
-		return err_wrap(e, "receive `%s`", file);
+	for (;;) {
+		ssize_t r;
+		unsigned cmd;
+
+		if (off == size)
+			return err_set(e, 0, "it ends without its end marker (cut short?)");
+		do
+			r = pread(fd, head, sizeof(head), off);
+		while (r == -1 && errno == EINTR);
+		if (r == -1)
+			return err_set(e, errno, "read");
+		if (r != (ssize_t)sizeof(head))
+			return err_set(e, 0, "it is cut short inside a command");
+		cmd = le16(head + 4);
+		if (!first && (cmd == STREAM_CMD_SUBVOL || cmd == STREAM_CMD_SNAPSHOT))
+			return err_set(e, 0, "it holds more than one subvolume (a template stream "
+				       "holds exactly one)");
+		first = false;
+		off += (off_t)STREAM_CMD_HEAD + (off_t)le32(head);
+		if (off > size)
+			return err_set(e, 0, "it is cut short inside a command");
+		if (cmd == STREAM_CMD_END) {
+			if (off != size)
+				return err_set(e, 0, "it goes on after its end marker (another stream "
+					       "appended?); a template stream holds exactly one "
+					       "subvolume");
+			return 0;
+		}
+	}
+}
+
+int na_btrfs_stream_check(int fd, char *name, size_t len, struct err *e)
+{
+	unsigned char buf[4096];
+	struct stat st;
+	ssize_t got;
+
+	if (fstat(fd, &st) == -1)
+		return err_set(e, errno, "stat");
+	do
+		got = pread(fd, buf, sizeof(buf), 0);
+	while (got == -1 && errno == EINTR);
+	if (got == -1)
+		return err_set(e, errno, "read");
+	if (stream_first_name(buf, (size_t)got, name, len, e) == -1 ||
+	    stream_walk(fd, st.st_size, e) == -1)
+		return -1;
+	return 0;
+}
+
+static int stdin_hook(void *ud)
+{
+	int fd = *(int *)ud;
+
+	return dup2(fd, 0) == -1 || lseek(0, 0, SEEK_SET) == -1 ? -1 : 0;
+}
+
+int na_btrfs_receive(int fd, const char *dir, struct err *e)
+{
+	/* -e: stop at the stream's end marker, so nothing after it is ever
+	 * received (na_btrfs_stream_check refuses such streams already). */
+	char *argv[] = {"btrfs", "-q", "receive", "-e", (char *)dir, NULL};
+
+	if (na_cmd_check(argv, stdin_hook, &fd, e) == -1)
+		return err_wrap(e, "receive into `%s`", dir);
 	return 0;
 }
 

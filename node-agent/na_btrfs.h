@@ -16,16 +16,20 @@ int na_btrfs_delete(const char *path, struct err *e);
 /* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
 bool na_btrfs_is_subvolume(const char *path);
 
-/* The name of the subvolume a `btrfs send` stream in file creates (its
- * first command), read without receiving anything.  0 or -1 with e set
- * when file is not a send stream. */
-int na_btrfs_stream_name(const char *file, char *name, size_t len, struct err *e);
+/* Checks that the `btrfs send` stream open on fd (read with pread, the
+ * offset is left alone) holds exactly one full subvolume: it starts with
+ * SUBVOL, no second SUBVOL or SNAPSHOT follows, it ends with END and nothing
+ * comes after that (a second stream appended).  Writes the subvolume's name
+ * (the first command's path) into name.  Nothing is received.  0, or -1
+ * with e saying what is wrong. */
+int na_btrfs_stream_check(int fd, char *name, size_t len, struct err *e);
 
-/* Receives the `btrfs send` stream in file into directory dir, where it
- * creates the subvolume the stream names; it turns read-only when complete
- * and keeps the sender's UUID as its received UUID (what later incremental
- * streams need).  0 or -1 with e set. */
-int na_btrfs_receive(const char *file, const char *dir, struct err *e);
+/* Receives the stream open on fd (from its start; it becomes the child's
+ * stdin) into directory dir, where it creates the subvolume the stream
+ * names; it turns read-only when complete and keeps the sender's UUID as
+ * its received UUID (what later incremental streams need).  Stops at the
+ * first END (-e).  0 or -1 with e set. */
+int na_btrfs_receive(int fd, const char *dir, struct err *e);
 
 /* True when path is a read-only subvolume (finished templates are; one
  * still being received is not). */

@@ -5,9 +5,11 @@
 #include "node-agent/na_btrfs.h"
 
 #include "common/log.h"
+#include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -144,13 +146,21 @@ int na_node_import_template(struct na_node *n, const char *file, char *name_out,
 			    struct err *e)
 {
 	char name[256], dir[1100], path[1400];
+	AUTOCLOSE int fd = -1;
 	struct stat st;
 	int rc = -1;
 
-	if (file[0] != '/' || stat(file, &st) == -1 || !S_ISREG(st.st_mode))
+	if (file[0] == '/')
+		fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd == -1 || fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
 		return err_http(e, 400, "`import`: `%s` is not a readable file (absolute path)",
 				file);
-	if (na_btrfs_stream_name(file, name, sizeof(name), e) == -1) {
+	/* The whole stream is checked before anything is received, and the
+	 * receive reads the same open file: a stream that carries a second
+	 * subvolume (which would arrive unchecked, read-only, as a template)
+	 * never reaches btrfs. */
+	if (na_btrfs_stream_check(fd, name, sizeof(name), e) == -1) {
+		err_wrap(e, "`%s`", file);
 		e->http_status = 400;
 		return -1;
 	}
@@ -170,10 +180,14 @@ int na_node_import_template(struct na_node *n, const char *file, char *name_out,
 	 * writable, and writable subvolumes are not templates to creates.  (A
 	 * read-only subvolume cannot be moved between directories, so there is
 	 * no receiving elsewhere and renaming.) */
-	if (na_btrfs_receive(file, dir, e) == -1 || !na_btrfs_is_readonly(path)) {
+	if (na_btrfs_receive(fd, dir, e) == -1 || !na_btrfs_is_readonly(path)) {
 		if (!e->msg[0])
 			err_set(e, 0, "`%s` did not arrive as a read-only subvolume", name);
-		if (na_btrfs_delete(path, NULL) == -1 && lstat(path, &st) == 0)
+		/* Only a writable one is a half-received import of ours; a
+		 * read-only one there was made by something else meanwhile
+		 * (receive then failed with "exists") and stays. */
+		if (!na_btrfs_is_readonly(path) && na_btrfs_delete(path, NULL) == -1 &&
+		    lstat(path, &st) == 0)
 			log_error("cannot remove a failed import", "{s:s}", "path", path);
 		e->http_status = 400;
 		goto out;
