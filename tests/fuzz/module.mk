@@ -16,7 +16,9 @@ FUZZ_SRCS_mcp-message := tests/fuzz/fuzz_mcp_message.c common/json.c mcp/lib/jso
 FUZZ_SRCS_cfg-file := tests/fuzz/fuzz_cfg_file.c common/cfg.c
 FUZZ_SRCS_egress := tests/fuzz/fuzz_egress.c node-agent/na_egress_policy.c node-agent/na_egress_http.c \
 	common/log.c
-FUZZ_TARGETS := init-config mcp-message cfg-file egress
+FUZZ_SRCS_btrfs-stream := tests/fuzz/fuzz_btrfs_stream.c node-agent/na_btrfs.c node-agent/na_cmd.c \
+	common/log.c
+FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz-%: $$(FUZZ_SRCS_%) $(FUZZ_COMMON) tests/fuzz/module.mk
