@@ -33,6 +33,11 @@ struct agent {
 	char cred[256];
 	size_t cred_len;
 	atomic_int jobs; /* worker threads still running */
+	/* Answers posted to the loop and not sent yet.  The loop drops tasks
+	 * still queued when it stops, so the ones a worker posted after the
+	 * last round are freed from here at exit. */
+	pthread_mutex_t posted_mu;
+	struct job *posted;
 };
 
 static const struct cfg_opt opts[] = {
@@ -109,7 +114,20 @@ struct job {
 	struct na_egress_policy pol; /* JOB_EGRESS */
 	int status;
 	json_t *body;
+	struct job *next; /* in agent.posted */
 };
+
+/* Takes j out of a->posted (it may not be there). */
+static void unlist_job(struct agent *a, struct job *j)
+{
+	pthread_mutex_lock(&a->posted_mu);
+	for (struct job **p = &a->posted; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
+	pthread_mutex_unlock(&a->posted_mu);
+}
 
 static void job_gone(void *ud)
 {
@@ -121,6 +139,7 @@ static void job_reply(void *ud)
 	struct job *j = ud;
 	struct hsrv_resp resp;
 
+	unlist_job(j->a, j);
 	memset(&resp, 0, sizeof(resp));
 	hsrv_resp_json(&resp, j->status, j->body);
 	hsrv_defer_reply(j->defer, &resp);
@@ -172,8 +191,17 @@ static void *job_thread(void *arg)
 	}
 	{
 		struct agent *a = j->a; /* j belongs to the loop once posted */
-		if (hsrv_post(a->srv, job_reply, j) == -1)
+
+		pthread_mutex_lock(&a->posted_mu);
+		j->next = a->posted;
+		a->posted = j;
+		if (hsrv_post(a->srv, job_reply, j) == -1) {
+			a->posted = j->next;
 			log_error("cannot post an answer", "{s:s}", "id", j->id);
+			json_decref(j->body);
+			free(j);
+		}
+		pthread_mutex_unlock(&a->posted_mu);
 		atomic_fetch_sub(&a->jobs, 1);
 	}
 	return NULL;
@@ -499,6 +527,7 @@ int main(int argc, char **argv)
 	bool busy;
 
 	memset(&a, 0, sizeof(a));
+	pthread_mutex_init(&a.posted_mu, NULL);
 	log_init("cloche-node", LOG_INFO, 2);
 	if (!c)
 		return 1;
@@ -610,6 +639,15 @@ int main(int argc, char **argv)
 		_exit(rc == 0 ? 0 : 1);
 	}
 	hsrv_free(a.srv);
+	/* Answers of work that ended after the loop's last round: their
+	 * clients are gone with the loop. */
+	while (a.posted) {
+		struct job *j = a.posted;
+		a.posted = j->next;
+		json_decref(j->body);
+		free(j);
+	}
+	pthread_mutex_destroy(&a.posted_mu);
 	na_node_free(a.node);
 	na_egress_free(a.egress);
 	cfg_free(c);

@@ -13,7 +13,9 @@
 #     sandbox of that id got none while the API showed its allowlist).
 #  2. Revoking egress while a proxy connection sits in name resolution: the
 #     API keeps answering (the change waits on a worker, not on the loop),
-#     a DELETE meanwhile gets 409, and the change ends 200.
+#     a DELETE meanwhile gets 409, and the change ends 200.  Then SIGTERM
+#     while another change runs: the agent lets it finish, exits 0, and
+#     frees the answer it could no longer send (ASan: no leak).
 #  3. A sandbox whose runsc container is `stopped` (its sentry killed, as
 #     after a refused checkpoint) is destroyed by cloche-node and by
 #     scripts/sandbox down (under set -e) with nothing left: no directory,
@@ -123,7 +125,7 @@ check "that one is destroyed too (200), nothing left" destroyed "$(status_of "$r
 node_stop
 
 # --- 2. revoking egress while a connection is in name resolution ---------
-hooks="egress-resolve=6000"
+hooks="egress-resolve=6000,egress-apply=2000"
 check "cloche-node restarts with $hooks" node_start --test-hooks "$hooks"
 B="$pre-b"
 r=$(api POST /v1/sandboxes "{\"id\":\"$B\",\"egress\":{\"allow\":[\"192.0.2.1:80\"]}}")
@@ -150,12 +152,24 @@ check "the revocation ends 200 with egress none (after $put_ms ms)" \
 	bash -c '[[ $(cut -d" " -f1 <"$1") == 200 && $(cut -d" " -f2- <"$1" | jq -r .egress) == none ]]' _ "$work/put2"
 check "... having waited for the connection (>= 3 s)" test "$put_ms" -ge 3000
 check "B's proxy is closed" proxy_closed "$B"
-r=$(api DELETE "/v1/sandboxes/$B")
-check "DELETE after the change answers 200, nothing of B left" destroyed "$(status_of "$r")" "$B"
+# SIGTERM while a change runs that ends within the agent's grace period:
+# its answer is posted to a loop that has stopped; the agent must free it.
+n0=$(hook_seen egress-apply)
+api PUT "/v1/sandboxes/$B/egress" '{"allow":["192.0.2.1:80"]}' >/dev/null &
+holders+=($!)
+wait_hook egress-apply "$n0"
 node_stop
+rc=$?
+check "SIGTERM during an egress change: exit 0 once it is done ($rc)" test "$rc" = 0
+check "... with no sanitizer report (its unsent answer was freed)" no_sanitizer_report
+check "... and the change was made (meta.json has the allowlist)" \
+	quiet jq -e '.egress.allow[0] == "192.0.2.1:80"' "$CLOCHE_POOL/sandboxes/$B/meta.json"
 
 # --- 3. a stopped container ------------------------------------------------
 check "cloche-node restarts without hooks" node_start
+check "it re-adopts B with its allowlist: B's proxy listens again" proxy_listens "$B"
+r=$(api DELETE "/v1/sandboxes/$B")
+check "DELETE of B answers 200, nothing of B left" destroyed "$(status_of "$r")" "$B"
 # stop_sentry ID: kills the sandbox's runsc sandbox process (the sentry) from
 # the host and waits until runsc calls the container stopped.
 stop_sentry() {
