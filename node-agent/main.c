@@ -207,6 +207,16 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
+/* Undoes what the handler reserved for a job that will not run, so the
+ * sandbox is not left "starting" or busy for good. */
+static void job_cancel(struct agent *a, enum job_kind kind, const char *id)
+{
+	if (kind == JOB_EGRESS)
+		na_node_egress_cancel(a->node, id);
+	else if (kind == JOB_CREATE)
+		na_node_create_cancel(a->node, id);
+}
+
 static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
 		      enum job_kind kind, const char *id, const char *file,
 		      const struct na_egress_policy *pol)
@@ -216,6 +226,7 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	pthread_attr_t attr;
 
 	if (!j) {
+		job_cancel(a, kind, id);
 		hsrv_resp_error(resp, 500, "internal", "out of memory");
 		return;
 	}
@@ -227,6 +238,7 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 		j->pol = *pol;
 	j->defer = hsrv_defer(req, job_gone, j);
 	if (!j->defer) {
+		job_cancel(a, kind, j->id);
 		free(j);
 		hsrv_resp_error(resp, 500, "internal", "out of memory");
 		return;
@@ -236,8 +248,7 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	atomic_fetch_add(&a->jobs, 1);
 	if (pthread_create(&th, &attr, job_thread, j) != 0) {
 		atomic_fetch_sub(&a->jobs, 1);
-		if (kind == JOB_EGRESS)
-			na_node_egress_cancel(a->node, j->id);
+		job_cancel(a, kind, j->id);
 		/* Answer through the handle; resp is no longer ours to fill. */
 		j->status = 500;
 		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",

@@ -343,6 +343,17 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 	return 0;
 }
 
+void na_node_create_cancel(struct na_node *n, const char *id)
+{
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = na_find_locked(n, id);
+	if (s && strcmp(s->state, "starting") == 0)
+		unlink_locked(n, id);
+	pthread_mutex_unlock(&n->mu);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;

@@ -66,6 +66,11 @@ void na_node_adopt(struct na_node *n);
 int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, bool *claimed,
 			 struct err *e);
 
+/* Drops the reservation of create_begin when the slow half will not run
+ * (no worker could be started): the id is free again.  Nothing was made on
+ * disk yet.  Only an entry still "starting" is dropped. */
+void na_node_create_cancel(struct na_node *n, const char *id);
+
 /* Slow half: builds and boots the reserved sandbox and waits until its health
  * answers 200.  On failure everything made is removed and so is the
  * registry entry.  0 or -1 with e set.  Worker thread. */
