@@ -35,7 +35,7 @@ struct agent {
 	atomic_int jobs; /* worker threads still running */
 	/* Answers posted to the loop and not sent yet.  The loop drops tasks
 	 * still queued when it stops, so the ones a worker posted after the
-	 * last round are freed from here at exit. */
+	 * last round are released from main at exit. */
 	pthread_mutex_t posted_mu;
 	struct job *posted;
 };
@@ -649,15 +649,13 @@ int main(int argc, char **argv)
 		fflush(NULL);
 		_exit(rc == 0 ? 0 : 1);
 	}
+	/* Answers of work that ended after the loop's last round: released
+	 * the normal way while their connections still exist (each reply
+	 * unlists itself; no worker posts any more).  They are never sent:
+	 * the loop does not turn again. */
+	while (a.posted)
+		job_reply(a.posted);
 	hsrv_free(a.srv);
-	/* Answers of work that ended after the loop's last round: their
-	 * clients are gone with the loop. */
-	while (a.posted) {
-		struct job *j = a.posted;
-		a.posted = j->next;
-		json_decref(j->body);
-		free(j);
-	}
 	pthread_mutex_destroy(&a.posted_mu);
 	na_node_free(a.node);
 	na_egress_free(a.egress);
