@@ -487,3 +487,32 @@ char *const *cfg_args(const struct cfg *c, size_t *n)
 		*n = c->nargs;
 	return c->args ? c->args : none;
 }
+
+int cfg_each_count(const char *list, const char *opt, long min, long max,
+		   int (*fn)(const char *name, long n, void *ud, struct err *e), void *ud,
+		   struct err *e)
+{
+	char buf[1024], *save = NULL, *tok;
+
+	if (!list || !*list)
+		return 0;
+	if (strlen(list) >= sizeof(buf))
+		return err_set(e, 0, "--%s: too long", opt);
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end = NULL;
+		long v;
+
+		if (!eq)
+			return err_set(e, 0, "--%s: `%s` is not name=N", opt, tok);
+		*eq = '\0';
+		errno = 0;
+		v = strtol(eq + 1, &end, 10);
+		if (end == eq + 1 || *end || errno || v < min || v > max)
+			return err_set(e, 0, "--%s: the number of `%s` must be %ld..%ld", opt, tok,
+				       min, max);
+		if (fn(tok, v, ud, e) == -1)
+			return -1;
+	}
+	return 0;
+}

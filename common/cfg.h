@@ -84,6 +84,14 @@ unsigned long long cfg_size(const struct cfg *c, const char *name);
  * For diagnostics such as a start-up log line. */
 const char *cfg_source(const struct cfg *c, const char *name);
 
+/* Calls fn(name, n, ud, e) for each `name=N` of a comma-separated list
+ * such as "desktop=2,other=1" (the value of option opt, which errors name).
+ * N must be a whole number in min..max.  Returns 0, or -1 with e set here
+ * (malformed entry, N out of range) or by fn (when fn returns -1). */
+int cfg_each_count(const char *list, const char *opt, long min, long max,
+		   int (*fn)(const char *name, long n, void *ud, struct err *e), void *ud,
+		   struct err *e);
+
 /* The arguments left after flags, NULL-terminated, borrowed from argv;
  * *n (when not NULL) receives their count. */
 char *const *cfg_args(const struct cfg *c, size_t *n);

@@ -6,6 +6,7 @@
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_sandbox.h"
+#include "node-agent/na_test.h"
 
 #include "common/cfg.h"
 #include "common/http_server.h"
@@ -32,6 +33,11 @@ struct agent {
 	char cred[256];
 	size_t cred_len;
 	atomic_int jobs; /* worker threads still running */
+	/* Answers posted to the loop and not sent yet.  The loop drops tasks
+	 * still queued when it stops, so the ones a worker posted after the
+	 * last round are released from main at exit. */
+	pthread_mutex_t posted_mu;
+	struct job *posted;
 };
 
 static const struct cfg_opt opts[] = {
@@ -48,6 +54,8 @@ static const struct cfg_opt opts[] = {
 	 "unix socket of the port-connect path (cloche-node connect ID PORT)"},
 	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+	{"test-hooks", CFG_STR, "",
+	 "for tests only: pauses that widen race windows, point=ms[,...] (node-agent/na_test.h)"},
 };
 
 /* Constant-time comparison of the bearer token with the credential. */
@@ -106,7 +114,20 @@ struct job {
 	struct na_egress_policy pol; /* JOB_EGRESS */
 	int status;
 	json_t *body;
+	struct job *next; /* in agent.posted */
 };
+
+/* Takes j out of a->posted (it may not be there). */
+static void unlist_job(struct agent *a, struct job *j)
+{
+	pthread_mutex_lock(&a->posted_mu);
+	for (struct job **p = &a->posted; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
+	pthread_mutex_unlock(&a->posted_mu);
+}
 
 static void job_gone(void *ud)
 {
@@ -118,6 +139,7 @@ static void job_reply(void *ud)
 	struct job *j = ud;
 	struct hsrv_resp resp;
 
+	unlist_job(j->a, j);
 	memset(&resp, 0, sizeof(resp));
 	hsrv_resp_json(&resp, j->status, j->body);
 	hsrv_defer_reply(j->defer, &resp);
@@ -169,8 +191,17 @@ static void *job_thread(void *arg)
 	}
 	{
 		struct agent *a = j->a; /* j belongs to the loop once posted */
-		if (hsrv_post(a->srv, job_reply, j) == -1)
+
+		pthread_mutex_lock(&a->posted_mu);
+		j->next = a->posted;
+		a->posted = j;
+		if (hsrv_post(a->srv, job_reply, j) == -1) {
+			a->posted = j->next;
 			log_error("cannot post an answer", "{s:s}", "id", j->id);
+			json_decref(j->body);
+			free(j);
+		}
+		pthread_mutex_unlock(&a->posted_mu);
 		atomic_fetch_sub(&a->jobs, 1);
 	}
 	return NULL;
@@ -507,6 +538,7 @@ int main(int argc, char **argv)
 	bool busy;
 
 	memset(&a, 0, sizeof(a));
+	pthread_mutex_init(&a.posted_mu, NULL);
 	log_init("cloche-node", LOG_INFO, 2);
 	if (!c)
 		return 1;
@@ -523,6 +555,11 @@ int main(int argc, char **argv)
 		die("bad configuration", &e);
 	}
 	log_init("cloche-node", (enum log_level)lvl, 2);
+	if (na_test_hooks_set(cfg_str(c, "test-hooks"), &e) == -1)
+		die("bad configuration", &e);
+	if (na_test_hooks_on())
+		log_warn("test hooks are on: this agent pauses on purpose (tests only)", "{s:s}",
+			 "test_hooks", cfg_str(c, "test-hooks"));
 	if (cfg_args(c, &nargs)[0]) {
 		if (strcmp(cfg_args(c, NULL)[0], "connect") == 0) {
 			rc = connect_command(cfg_str(c, "connect-socket"), cfg_args(c, NULL), nargs);
@@ -612,10 +649,18 @@ int main(int argc, char **argv)
 		fflush(NULL);
 		_exit(rc == 0 ? 0 : 1);
 	}
+	/* Answers of work that ended after the loop's last round: released
+	 * the normal way while their connections still exist (each reply
+	 * unlists itself; no worker posts any more).  They are never sent:
+	 * the loop does not turn again. */
+	while (a.posted)
+		job_reply(a.posted);
 	hsrv_free(a.srv);
+	pthread_mutex_destroy(&a.posted_mu);
 	na_node_free(a.node);
 	na_egress_free(a.egress);
 	cfg_free(c);
 	log_info("stopped", NULL);
+	na_test_pause(NA_HOOK_EXIT); /* a thread still using what was freed would show now */
 	return rc == 0 ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 #include "node-agent/na_connect.h"
 #include "node-agent/na_netns.h"
 #include "node-agent/na_sandbox.h"
+#include "node-agent/na_test.h"
 
 #include "common/log.h"
 #include "common/util.h"
@@ -123,6 +124,7 @@ static void serve(struct na_connect *c, int fd)
 		answer(fd, 400, "bad sandbox id or port");
 		return;
 	}
+	na_test_pause(NA_HOOK_CONNECT);
 	if (!na_node_state(c->node, id, state, sizeof(state))) {
 		answer(fd, 404, "no such sandbox");
 		return;

@@ -3,6 +3,7 @@
  * timeouts; the policy and the request parsing are in na_egress_policy.c
  * and na_egress_http.c.  See docs/egress.md. */
 #include "node-agent/na_egress.h"
+#include "node-agent/na_test.h"
 
 #include "common/log.h"
 #include "common/util.h"
@@ -225,6 +226,7 @@ static int connect_upstream(struct na_egress *eg, struct conn *c, const struct n
 	socklen_t sl;
 
 	snprintf(port, sizeof(port), "%d", rq->port);
+	na_test_pause(NA_HOOK_RESOLVE);
 	r = getaddrinfo(rq->host, port, &hints, &res);
 	if (r != 0) {
 		refuse(c, o, "error", 502, "cannot resolve %s: %s", rq->host,

@@ -4,6 +4,7 @@
 #include "node-agent/na_node.h"
 #include "node-agent/na_spec.h"
 
+#include "common/cfg.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -15,39 +16,27 @@
 #include <time.h>
 #include <unistd.h>
 
-/* "desktop=2,other=1" into n->warm.  -1 with e when malformed. */
-int na_parse_warm(struct na_node *n, const char *spec, struct err *e)
+static int add_warm(const char *name, long count, void *ud, struct err *e)
 {
-	char buf[1024], *save = NULL, *tok;
+	struct na_node *n = ud;
 
-	if (!spec || !*spec)
-		return 0;
-	if (strlen(spec) >= sizeof(buf))
-		return err_set(e, 0, "--warm-pool: too long");
-	snprintf(buf, sizeof(buf), "%s", spec);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *end = NULL;
-		long v;
-
-		if (!eq)
-			return err_set(e, 0, "--warm-pool: `%s` is not name=count", tok);
-		*eq = '\0';
-		v = strtol(eq + 1, &end, 10);
-		if (!na_valid_template(tok) || strchr(tok, '@') || strlen(tok) >= sizeof(n->warm[0].name))
-			return err_set(e, 0, "--warm-pool: `%s` is not a template name", tok);
-		if (end == eq + 1 || *end || v < 0 || v > 1000)
-			return err_set(e, 0, "--warm-pool: count of `%s` must be 0..1000", tok);
-		if (n->nwarm == NA_WARM_MAX)
-			return err_set(e, 0, "--warm-pool: at most %d templates", NA_WARM_MAX);
-		for (int i = 0; i < n->nwarm; i++)
-			if (strcmp(n->warm[i].name, tok) == 0)
-				return err_set(e, 0, "--warm-pool: `%s` given twice", tok);
-		snprintf(n->warm[n->nwarm].name, sizeof(n->warm[0].name), "%s", tok);
-		n->warm[n->nwarm++].target = (int)v;
-	}
+	if (!na_valid_template(name) || strchr(name, '@') || strlen(name) >= sizeof(n->warm[0].name))
+		return err_set(e, 0, "--warm-pool: `%s` is not a template name", name);
+	if (n->nwarm == NA_WARM_MAX)
+		return err_set(e, 0, "--warm-pool: at most %d templates", NA_WARM_MAX);
+	for (int i = 0; i < n->nwarm; i++)
+		if (strcmp(n->warm[i].name, name) == 0)
+			return err_set(e, 0, "--warm-pool: `%s` given twice", name);
+	snprintf(n->warm[n->nwarm].name, sizeof(n->warm[0].name), "%s", name);
+	n->warm[n->nwarm++].target = (int)count;
 	return 0;
 }
 
+/* "desktop=2,other=1" into n->warm.  -1 with e when malformed. */
+int na_parse_warm(struct na_node *n, const char *spec, struct err *e)
+{
+	return cfg_each_count(spec, "warm-pool", 0, 1000, add_warm, n, e);
+}
 
 /* Warm members of template tpl (name@digest) counted by state.  Caller
  * holds n->mu. */
@@ -65,7 +54,8 @@ void na_warm_count_locked(struct na_node *n, const char *tpl, int *ready, int *s
 }
 
 /* An unclaimed, ready member of pool w whose template is not the newest
- * (resolved) one and no change holds busy.  Caller holds n->mu. */
+ * (resolved) one, and that no egress change holds (its destroy would get
+ * 409 and the keeper would retry at once, spinning).  Caller holds n->mu. */
 static struct na_sb *warm_stale_locked(struct na_node *n, const struct na_warm *w,
 				       const char *resolved)
 {
@@ -194,8 +184,8 @@ static bool reap_dead_member_locked(struct na_node *n)
 	struct err e = ERR_INIT;
 
 	for (struct na_sb *s = n->list; s; s = s->next) {
-		/* A member an egress change holds is passed over: its destroy
-		 * would get 409, and asking again at once would spin. */
+		/* A busy one would refuse the destroy (409) and the keeper
+		 * would ask again at once: wait for the change to end. */
 		if (!s->pooled || s->busy || strcmp(s->state, "failed") != 0)
 			continue;
 		snprintf(id, sizeof(id), "%s", s->id);

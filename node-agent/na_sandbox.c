@@ -8,6 +8,7 @@
 #include "node-agent/na_netns.h"
 #include "node-agent/na_runsc.h"
 #include "node-agent/na_spec.h"
+#include "node-agent/na_test.h"
 
 #include "common/json.h"
 #include "common/log.h"
@@ -377,6 +378,7 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	if (n->egress)
 		na_egress_detach(n->egress, id);
+	na_test_pause(NA_HOOK_TEARDOWN);
 	na_runsc_state(n->runsc_root, id, state, sizeof(state));
 	if (strcmp(state, "running") == 0) {
 		/* TERM first so cloche-init stops its services in order. */
@@ -587,6 +589,7 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 		return err_http(e, 404, "no sandbox `%s`", id);
 	na_sb_dir(n, id, dir, sizeof(dir));
 	na_netns_path(id, 'R', path, sizeof(path));
+	na_test_pause(NA_HOOK_DESTROY);
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
 	known = s != NULL;
@@ -766,6 +769,7 @@ int na_node_egress_run(struct na_node *n, const char *id, const struct na_egress
 	int rc = 0;
 
 	/* busy keeps DELETE away, so the entry stays until this ends. */
+	na_test_pause(NA_HOOK_EGRESS_APPLY);
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
 	if (s) {

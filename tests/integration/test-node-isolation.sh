@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/node.sh
 . tests/lib/inet.sh
 
-pre="t-iso-$$"
+pre="${CLOCHE_TEST_PREFIX:-t}-iso-$$"
 node_setup "$pre"
 work=$NODE_WORK
 

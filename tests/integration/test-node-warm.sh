@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . scripts/lib/sandbox.sh
 . tests/lib/node.sh
 
-pre="t-warm-$$"
+pre="${CLOCHE_TEST_PREFIX:-t}-warm-$$"
 node_setup "$pre"
 work=$NODE_WORK
 TARGET=2

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/node.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-pre="t-node-$$"
+pre="${CLOCHE_TEST_PREFIX:-t}-node-$$"
 PAR=${NODE_TEST_PARALLEL:-10}
 node_setup "$pre"
 work=$NODE_WORK

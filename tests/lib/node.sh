@@ -50,25 +50,33 @@ node_connect() {
 }
 
 # api METHOD PATH [BODY]: prints "<status> <body>".
+# Calls may run in parallel (each has its own body file).
 api() {
-	local out
-	out=$(curl -s -m 300 -o "$NODE_WORK/body" -w '%{http_code}' -X "$1" \
+	local out body
+	body=$(mktemp -p "$NODE_WORK" body.XXXXXX)
+	out=$(curl -s -m 300 -o "$body" -w '%{http_code}' -X "$1" \
 		-H "Authorization: Bearer $NODE_CRED" \
 		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$NODE_BASE$2") || out=000
-	printf '%s %s\n' "$out" "$(cat "$NODE_WORK/body" 2>/dev/null)"
+	printf '%s %s\n' "$out" "$(cat "$body" 2>/dev/null)"
+	rm -f "$body"
 }
 
 status_of() { cut -d' ' -f1 <<<"$1"; }
 body_of() { cut -d' ' -f2- <<<"$1"; }
 quiet() { "$@" >/dev/null 2>&1; }
 
-# Nothing of sandbox $1 is left on the node.
+# Nothing of sandbox $1 is left on the node: directory, netns pair, runsc
+# process and state, subvolume, cgroups (v1 controllers or v2), mounts.
 gone() {
 	local id=$1
 	[[ ! -e $CLOCHE_POOL/sandboxes/$id ]] || { echo "# dir left: $id" >&2; return 1; }
 	[[ ! -e /var/run/netns/S-$id && ! -e /var/run/netns/R-$id ]] || { echo "# netns left: $id" >&2; return 1; }
 	! pgrep -f "runsc.*$id" >/dev/null || { echo "# runsc left: $id" >&2; return 1; }
 	! btrfs subvolume list "$CLOCHE_POOL" | grep -q "sandboxes/$id/" || { echo "# subvolume left: $id" >&2; return 1; }
+	! compgen -G "$CLOCHE_RUNSC_ROOT/${id}_sandbox:*" >/dev/null || { echo "# runsc state left: $id" >&2; return 1; }
+	! compgen -G "/sys/fs/cgroup/*/$id" >/dev/null && [[ ! -e /sys/fs/cgroup/$id ]] ||
+		{ echo "# cgroup left: $id" >&2; return 1; }
+	! grep -q "/sandboxes/$id/" /proc/self/mountinfo || { echo "# mount left: $id" >&2; return 1; }
 }
 
 # mcp_call ID PORT TOOL ARGS_JSON: one MCP tool call to sandbox ID through

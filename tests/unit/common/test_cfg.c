@@ -363,6 +363,67 @@ START_TEST(unknown_getter_aborts)
 }
 END_TEST
 
+struct counts {
+	char names[4][16];
+	long n[4];
+	int seen;
+};
+
+static int note_count(const char *name, long n, void *ud, struct err *e)
+{
+	struct counts *c = ud;
+
+	if (strcmp(name, "bad") == 0)
+		return err_set(e, 0, "bad is refused by the caller");
+	snprintf(c->names[c->seen], sizeof(c->names[0]), "%s", name);
+	c->n[c->seen++] = n;
+	return 0;
+}
+
+START_TEST(each_count_walks_name_n_lists)
+{
+	static const struct {
+		const char *list;
+		int rc;
+		int seen;
+		const char *says;
+	} cases[] = {
+		{"desktop=2,other=0", 0, 2, NULL},
+		{"", 0, 0, NULL},
+		{"desktop", -1, 0, "`desktop` is not name=N"},
+		{"desktop=", -1, 0, "must be 0..10"},
+		{"desktop=11", -1, 0, "must be 0..10"},
+		{"desktop=-1", -1, 0, "must be 0..10"},
+		{"desktop=2x", -1, 0, "must be 0..10"},
+		{"desktop=99999999999999999999", -1, 0, "must be 0..10"},
+		{"a=1,bad=1", -1, 1, "refused by the caller"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct counts c = {0};
+		struct err e = ERR_INIT;
+		int rc = cfg_each_count(cases[i].list, "opt", 0, 10, note_count, &c, &e);
+
+		ck_assert_msg(rc == cases[i].rc, "`%s`: %d", cases[i].list, rc);
+		ck_assert_int_eq(c.seen, cases[i].seen);
+		if (cases[i].says)
+			ck_assert_msg(strstr(e.msg, cases[i].says), "`%s`: %s", cases[i].list, e.msg);
+	}
+	{
+		struct counts c = {0};
+		struct err e = ERR_INIT;
+
+		ck_assert_int_eq(cfg_each_count("desktop=2,other=0", "opt", 0, 10, note_count, &c, &e), 0);
+		ck_assert_str_eq(c.names[0], "desktop");
+		ck_assert_int_eq(c.n[0], 2);
+		ck_assert_str_eq(c.names[1], "other");
+		ck_assert_int_eq(c.n[1], 0);
+		ck_assert_int_eq(cfg_each_count("x", "warm-pool", 0, 10, note_count, &c, &e), -1);
+		ck_assert_str_eq(e.msg, "--warm-pool: `x` is not name=N");
+	}
+}
+END_TEST
+
 Suite *suite_cfg(void)
 {
 	Suite *s = suite_create("cfg");
@@ -380,6 +441,7 @@ Suite *suite_cfg(void)
 	tcase_add_test(tc, remaining_args_are_returned);
 	tcase_add_test(tc, help_is_printed);
 	tcase_add_test(tc, no_env_prefix_ignores_environment);
+	tcase_add_test(tc, each_count_walks_name_n_lists);
 	suite_add_tcase(s, tc);
 	/* Aborting needs a child process to die in. */
 	if (!getenv("CK_FORK") || strcmp(getenv("CK_FORK"), "no") != 0) {
