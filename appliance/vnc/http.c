@@ -406,18 +406,10 @@ static int respond_redirect(struct conn *c, const char *target, bool head_only)
 				      secret, (int)slen, secret);
 	for (size_t i = 0; i < ARRAY_LEN(redirect_defaults) && n < sizeof(loc); i++) {
 		const char *d = redirect_defaults[i];
-		size_t keylen = (size_t)(strchr(d, '=') - d) + 1;
-		bool present = false;
+		char key[32];
 
-		for (const char *p = q ? q + 1 : NULL; p && *p; p = strchr(p, '&')) {
-			if (*p == '&')
-				p++;
-			if (strncmp(p, d, keylen) == 0) {
-				present = true;
-				break;
-			}
-		}
-		if (present)
+		snprintf(key, sizeof(key), "%.*s", (int)(strchr(d, '=') - d), d);
+		if (query_value(target, key, &(size_t){0}))
 			continue;
 		n += (size_t)snprintf(loc + n, sizeof(loc) - n, "%s%s",
 				      loc[n - 1] == '?' ? "" : "&", d);

@@ -193,10 +193,11 @@ static __attribute__((noinline)) pid_t start_command(struct job *j)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
+		/* The helper left only this job's fds open, all O_CLOEXEC, so
+		 * execve closes every one but the 0-2 that dup2 made. */
 		for (int i = 0; i < 3; i++)
 			if (dup2(j->child_fds[i], i) == -1)
 				_exit(126);
-		close_fds_except(NULL, 0);
 		if (chdir(j->cwd) == -1) {
 			put_err("mcp-shell: cannot chdir to ", j->cwd);
 			_exit(126);
