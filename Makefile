@@ -13,7 +13,7 @@ SHELL := /bin/bash
 
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
-PKGS := jansson libwebsockets libcurl
+PKGS := jansson libwebsockets libcurl libcrypto
 
 CC ?= cc
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -pipe \

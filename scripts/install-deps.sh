@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 PKGS=(
 	# build
 	build-essential pkg-config git check libsubunit-dev clang libclang-rt-14-dev
-	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev
+	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev libssl-dev
+	libsqlite3-dev sqlite3
 	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev libpng-dev
 	# sandboxes: btrfs pool, template build, netns (runsc: see below)
 	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates

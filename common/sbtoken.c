@@ -1,0 +1,129 @@
+/* Sandbox tokens (HMAC-SHA256 over the sandbox id); see sbtoken.h. */
+#include "common/sbtoken.h"
+
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PREFIX "st1."
+
+static void b64url(const unsigned char *in, size_t n, char *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16;
+		size_t left = n - i;
+
+		if (left > 1)
+			v |= (unsigned)in[i + 1] << 8;
+		if (left > 2)
+			v |= in[i + 2];
+		out[o++] = tab[(v >> 18) & 63];
+		out[o++] = tab[(v >> 12) & 63];
+		if (left > 1)
+			out[o++] = tab[(v >> 6) & 63];
+		if (left > 2)
+			out[o++] = tab[v & 63];
+	}
+	out[o] = '\0';
+}
+
+/* base64url of the MAC over "st1.<id>" into mac (44 bytes). */
+static int mac_of(const void *key, size_t key_len, const char *id, char *mac)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char msg[64];
+	int n = snprintf(msg, sizeof(msg), PREFIX "%s", id);
+
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -1;
+	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg, (size_t)n, md,
+		  &mdlen) || mdlen != 32)
+		return -1;
+	b64url(md, mdlen, mac);
+	return 0;
+}
+
+int sbtoken_make(const void *key, size_t key_len, const char *id, char *out, size_t len,
+		 struct err *e)
+{
+	char mac[48];
+	int n;
+
+	if (strlen(id) > 40 || strchr(id, '.'))
+		return err_set(e, 0, "sandbox id `%s` cannot be in a token", id);
+	if (mac_of(key, key_len, id, mac) == -1)
+		return err_set(e, 0, "HMAC failed");
+	n = snprintf(out, len, PREFIX "%s.%s", id, mac);
+	if (n < 0 || (size_t)n >= len)
+		return err_set(e, ERANGE, "token of `%s`", id);
+	return 0;
+}
+
+bool sbtoken_verify(const void *key, size_t key_len, const char *tok, char *id, size_t idlen)
+{
+	const char *p, *dot;
+	char want[48], sid[48];
+	size_t n;
+
+	if (strncmp(tok, PREFIX, strlen(PREFIX)) != 0)
+		return false;
+	p = tok + strlen(PREFIX);
+	dot = strchr(p, '.');
+	if (!dot || dot == p || (size_t)(dot - p) >= sizeof(sid) || (size_t)(dot - p) >= idlen)
+		return false;
+	memcpy(sid, p, (size_t)(dot - p));
+	sid[dot - p] = '\0';
+	if (mac_of(key, key_len, sid, want) == -1)
+		return false;
+	n = strlen(want);
+	if (strlen(dot + 1) != n || CRYPTO_memcmp(want, dot + 1, n) != 0)
+		return false;
+	memcpy(id, sid, (size_t)(dot - p) + 1);
+	return true;
+}
+
+int sbtoken_key_load(const char *path, bool create, unsigned char *key, size_t cap,
+		     struct err *e)
+{
+	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd == -1 && errno == ENOENT && create) {
+		char tok[80];
+		AUTOCLOSE int wfd = -1;
+
+		if (util_random_token(tok, sizeof(tok), 48) == -1)
+			return err_set(e, errno, "make token key");
+		if (util_mkdir_parents(path, 0700) == -1)
+			return err_set(e, errno, "mkdir for `%s`", path);
+		wfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (wfd == -1 && errno != EEXIST)
+			return err_set(e, errno, "create `%s`", path);
+		if (wfd != -1 && (util_write_all(wfd, tok, strlen(tok)) == -1 || fsync(wfd) == -1))
+			return err_set(e, errno, "write `%s`", path);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd == -1)
+		return err_set(e, errno, "open token key `%s`", path);
+	n = read(fd, key, cap);
+	if (n == -1)
+		return err_set(e, errno, "read `%s`", path);
+	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
+		n--;
+	if ((size_t)n < SBTOKEN_KEY_MIN)
+		return err_set(e, 0, "token key `%s` is shorter than %d bytes", path, SBTOKEN_KEY_MIN);
+	return (int)n;
+}

@@ -1,0 +1,289 @@
+/* cloche-portal: leases sandboxes to clients over a REST API and places
+ * them on node agents.  Thin main: options, the store, the loop, signals;
+ * the work is in pt_api (HTTP), pt_core (acquire, queue, leases),
+ * pt_reconcile (heartbeats), pt_nodes (placement) and pt_store (SQLite).
+ *
+ *	cloche-portal --node-credential-file F [--db PATH] ...   serve
+ *	cloche-portal [--db PATH] key-create NAME [admin|user]    print a new key */
+#include "portal/pt_api.h"
+#include "portal/pt_core.h"
+#include "portal/pt_nodes.h"
+
+#include "common/cfg.h"
+#include "common/log.h"
+#include "common/sbtoken.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct cfg_opt opts[] = {
+	{"listen", CFG_STR, "127.0.0.1", "address of the API"},
+	{"port", CFG_INT, "7000", "port of the API"},
+	{"db", CFG_STR, "/var/lib/cloche-portal/portal.db", "SQLite database (made when missing)"},
+	{"token-key-file", CFG_STR, "/var/lib/cloche-portal/token.key",
+	 "key of the sandbox tokens (made when missing; the proxy reads it too)"},
+	{"node-credential-file", CFG_STR, NULL,
+	 "file holding the node credential (nodes heartbeat with it, the portal calls them with it)"},
+	{"proxy-url", CFG_STR, "http://{port}-{id}.cloche.localhost",
+	 "URL of a sandbox port through the proxy; {port} and {id} are replaced"},
+	{"default-template", CFG_STR, "desktop", "template of an acquire that names none"},
+	{"ttl-default", CFG_DURATION, "10m", "lease of an acquire that gives no ttl"},
+	{"ttl-max", CFG_DURATION, "24h", "longest lease (acquire and keepalive)"},
+	{"wait-default", CFG_DURATION, "120s", "how long an acquire waits for room by default"},
+	{"wait-max", CFG_DURATION, "10m", "longest wait an acquire may ask for"},
+	{"queue-max", CFG_INT, "256", "acquires that may wait for room at once"},
+	{"best-of", CFG_INT, "2", "K of best-of-K placement: nodes sampled per placement"},
+	{"node-timeout", CFG_DURATION, "10s",
+	 "a node silent this long is down: its sandboxes are lost"},
+	{"heartbeat-interval", CFG_DURATION, "2s", "heartbeat interval nodes are told to use"},
+	{"memory-default-mb", CFG_INT, "2048", "memory of a sandbox (the node's default)"},
+	{"cpus-default", CFG_INT, "1", "CPUs of a sandbox (the node's default)"},
+	{"pids-default", CFG_INT, "1024", "processes of a sandbox (the node's default)"},
+	{"memory-max-mb", CFG_INT, "16384", "most memory an acquire may ask for"},
+	{"cpus-max", CFG_INT, "8", "most CPUs an acquire may ask for"},
+	{"pids-max", CFG_INT, "32768", "most processes an acquire may ask for"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+static struct pt_portal portal;
+
+__attribute__((noreturn)) static void die(const char *what, const struct err *e)
+{
+	log_error(what, "{s:s}", "error", e->msg);
+	exit(1);
+}
+
+static void read_secret(const char *path, char *out, size_t cap, size_t *len)
+{
+	struct err e = ERR_INIT;
+	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd == -1) {
+		err_set(&e, errno, "open `%s`", path);
+		die("cannot read the node credential", &e);
+	}
+	n = read(fd, out, cap - 1);
+	if (n < 0)
+		n = 0;
+	out[n] = '\0';
+	out[strcspn(out, "\r\n")] = '\0';
+	*len = strlen(out);
+	if (*len < 16) {
+		err_set(&e, 0, "`%s` must hold a token of at least 16 characters", path);
+		die("bad configuration", &e);
+	}
+}
+
+static int on_signal(void *ud, int fd)
+{
+	struct pt_portal *p = ud;
+	struct signalfd_siginfo si;
+
+	if (fd < 0)
+		return -1;
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		log_info("shutting down; sandboxes and leases stay", "{s:s}", "signal",
+			 strsignal((int)si.ssi_signo));
+		pthread_mutex_lock(&p->jobs_mu);
+		p->stopping = true;
+		pthread_mutex_unlock(&p->jobs_mu);
+		pt_core_stop(p);
+		hsrv_stop(p->srv);
+	}
+	return 0;
+}
+
+static int key_create(struct cfg *c, char *const *args, size_t nargs)
+{
+	struct err e = ERR_INIT;
+	struct pt_store *st;
+	char key[PT_KEY_MAX];
+	const char *role = nargs >= 3 ? args[2] : "user";
+
+	if (nargs < 2 || nargs > 3) {
+		fprintf(stderr, "usage: cloche-portal [--db PATH] key-create NAME [admin|user]\n");
+		return 2;
+	}
+	if (util_mkdir_parents(cfg_str(c, "db"), 0700) == -1) {
+		fprintf(stderr, "cloche-portal: mkdir for %s: %s\n", cfg_str(c, "db"), strerror(errno));
+		return 1;
+	}
+	st = pt_store_open(cfg_str(c, "db"), &e);
+	if (!st || pt_auth_key_create(st, args[1], role, key, NULL, &e) == -1) {
+		fprintf(stderr, "cloche-portal: key-create: %s\n", e.msg);
+		pt_store_close(st);
+		return 1;
+	}
+	pt_store_close(st);
+	printf("%s\n", key);
+	explicit_bzero(key, sizeof(key));
+	return 0;
+}
+
+static void load_cfg(struct pt_portal *p, struct cfg *c)
+{
+	struct pt_cfg *k = &p->cfg;
+	struct err e = ERR_INIT;
+	int n;
+
+	k->ttl_default_s = cfg_duration_ms(c, "ttl-default") / 1000;
+	k->ttl_max_s = cfg_duration_ms(c, "ttl-max") / 1000;
+	k->wait_default_s = cfg_duration_ms(c, "wait-default") / 1000;
+	k->wait_max_s = cfg_duration_ms(c, "wait-max") / 1000;
+	k->queue_max = (int)cfg_int(c, "queue-max");
+	k->best_k = (int)cfg_int(c, "best-of");
+	k->node_timeout_ms = cfg_duration_ms(c, "node-timeout");
+	k->heartbeat_ms = cfg_duration_ms(c, "heartbeat-interval");
+	k->mem_default_mb = cfg_int(c, "memory-default-mb");
+	k->cpus_default = cfg_int(c, "cpus-default");
+	k->pids_default = cfg_int(c, "pids-default");
+	k->mem_max_mb = cfg_int(c, "memory-max-mb");
+	k->cpus_max = cfg_int(c, "cpus-max");
+	k->pids_max = cfg_int(c, "pids-max");
+	if (k->ttl_default_s < 1 || k->ttl_max_s < k->ttl_default_s || k->wait_max_s < 0 ||
+	    k->wait_default_s > k->wait_max_s || k->queue_max < 0 || k->queue_max > 100000 ||
+	    k->best_k < 1 || k->best_k > 64 || k->node_timeout_ms < 1000 ||
+	    k->heartbeat_ms < 200 || k->heartbeat_ms * 2 > k->node_timeout_ms ||
+	    k->mem_default_mb > k->mem_max_mb || k->cpus_default > k->cpus_max ||
+	    k->pids_default > k->pids_max) {
+		err_set(&e, 0,
+			"inconsistent limits: need 1 <= ttl-default <= ttl-max, wait-default <= "
+			"wait-max, 1 <= best-of <= 64, heartbeat-interval >= 200ms and at most half "
+			"of node-timeout (>= 1s), defaults within the maxima");
+		die("bad configuration", &e);
+	}
+	if (strlen(cfg_str(c, "proxy-url")) >= sizeof(k->proxy_url) ||
+	    !strstr(cfg_str(c, "proxy-url"), "{port}") || !strstr(cfg_str(c, "proxy-url"), "{id}")) {
+		err_set(&e, 0, "--proxy-url must contain {port} and {id}");
+		die("bad configuration", &e);
+	}
+	snprintf(k->proxy_url, sizeof(k->proxy_url), "%s", cfg_str(c, "proxy-url"));
+	snprintf(k->default_template, sizeof(k->default_template), "%s",
+		 cfg_str(c, "default-template"));
+	if (!cfg_str(c, "node-credential-file")) {
+		err_set(&e, 0, "--node-credential-file is required");
+		die("bad configuration", &e);
+	}
+	read_secret(cfg_str(c, "node-credential-file"), k->node_cred, sizeof(k->node_cred),
+		    &k->node_cred_len);
+	n = sbtoken_key_load(cfg_str(c, "token-key-file"), true, k->token_key, sizeof(k->token_key),
+			     &e);
+	if (n < 0)
+		die("cannot load the token key", &e);
+	k->token_key_len = (size_t)n;
+}
+
+int main(int argc, char **argv)
+{
+	struct pt_portal *p = &portal;
+	struct err e = ERR_INIT;
+	struct hsrv_opts ho = {0};
+	struct cfg *c;
+	sigset_t mask;
+	size_t nargs = 0;
+	int sfd, rc, lvl;
+
+	log_init("cloche-portal", LOG_INFO, 2);
+	c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_PORTAL");
+	if (!c)
+		return 1;
+	rc = cfg_load(c, argc, argv, &e);
+	if (rc == 1) {
+		cfg_free(c);
+		return 0;
+	}
+	if (rc == -1)
+		die("bad configuration", &e);
+	lvl = log_level_parse(cfg_str(c, "log-level"));
+	if (lvl < 0) {
+		err_set(&e, 0, "--log-level: `%s` is not debug, info, warn or error",
+			cfg_str(c, "log-level"));
+		die("bad configuration", &e);
+	}
+	log_init("cloche-portal", (enum log_level)lvl, 2);
+	if (cfg_args(c, &nargs)[0]) {
+		if (strcmp(cfg_args(c, NULL)[0], "key-create") == 0) {
+			rc = key_create(c, cfg_args(c, NULL), nargs);
+			cfg_free(c);
+			return rc;
+		}
+		err_set(&e, 0, "unknown command `%s` (the only one is `key-create NAME [ROLE]`)",
+			cfg_args(c, NULL)[0]);
+		die("bad configuration", &e);
+	}
+	load_cfg(p, c);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&p->jobs_mu, NULL);
+	pthread_cond_init(&p->jobs_cv, NULL);
+
+	if (util_mkdir_parents(cfg_str(c, "db"), 0700) == -1) {
+		err_set(&e, errno, "mkdir for `%s`", cfg_str(c, "db"));
+		die("cannot open the database", &e);
+	}
+	p->st = pt_store_open(cfg_str(c, "db"), &e);
+	if (!p->st)
+		die("cannot open the database", &e);
+	p->started_at = pt_now_ms();
+	ho.listen = cfg_str(c, "listen");
+	ho.port = (int)cfg_int(c, "port");
+	ho.max_body = 16u << 20; /* heartbeats of big nodes; the API bounds its own bodies */
+	p->srv = hsrv_new(&ho, &e);
+	if (!p->srv)
+		die("cannot listen", &e);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd == -1 || hsrv_watch(p->srv, sfd, on_signal, p, &e) == -1 ||
+	    pt_api_routes(p, &e) == -1 || pt_core_start(p, &e) == -1)
+		die("cannot start", &e);
+	if (pt_store_key_admins(p->st, &e) == 0)
+		log_warn("no admin key exists: make one with `cloche-portal key-create NAME admin`",
+			 NULL);
+	log_info("serving", "{s:s, s:i, s:s, s:i}", "listen", ho.listen, "port", hsrv_port(p->srv),
+		 "db", cfg_str(c, "db"), "schema", pt_store_version(p->st));
+	rc = hsrv_run(p->srv);
+
+	/* Node calls in flight get a few seconds; their answers are not used
+	 * (the next start reconciles with what the nodes report). */
+	pthread_mutex_lock(&p->jobs_mu);
+	p->stopping = true;
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 5;
+		while (p->jobs > 0 &&
+		       pthread_cond_timedwait(&p->jobs_cv, &p->jobs_mu, &until) != ETIMEDOUT)
+			;
+	}
+	if (p->jobs > 0) {
+		int left = p->jobs;
+
+		pthread_mutex_unlock(&p->jobs_mu);
+		log_warn("stopped with node calls in flight; the next start reconciles them",
+			 "{s:i}", "calls", left);
+		fflush(NULL);
+		_exit(rc == 0 ? 0 : 1);
+	}
+	pthread_mutex_unlock(&p->jobs_mu);
+	pt_core_stop(p);
+	pt_core_free(p);
+	hsrv_free(p->srv);
+	pt_nodes_free(p);
+	pt_store_close(p->st);
+	cfg_free(c);
+	log_info("stopped", NULL);
+	return rc == 0 ? 0 : 1;
+}

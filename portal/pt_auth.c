@@ -1,0 +1,97 @@
+/* API keys and the node credential; see pt_auth.h. */
+#include "portal/pt_auth.h"
+
+#include "common/util.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define KEY_ID_HEX 12
+
+static int sha256_hex(const char *s, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	if (!EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) || n != 32)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+int pt_auth_key_create(struct pt_store *st, const char *name, const char *role, char *out,
+		       struct pt_key *k, struct err *e)
+{
+	struct pt_key key;
+	char secret[48];
+	unsigned char rnd[KEY_ID_HEX / 2];
+
+	if (strcmp(role, "admin") != 0 && strcmp(role, "user") != 0)
+		return err_http(e, 400, "`role` must be \"admin\" or \"user\"");
+	if (!*name || strlen(name) >= sizeof(key.name))
+		return err_http(e, 400, "`name` must be 1 to %zu characters", sizeof(key.name) - 1);
+	memset(&key, 0, sizeof(key));
+	if (util_random_token(secret, sizeof(secret), 32) == -1 ||
+	    getentropy(rnd, sizeof(rnd)) == -1)
+		return err_set(e, errno, "random bytes");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(key.id + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(out, PT_KEY_MAX, "ck_%.12s_%.44s", key.id, secret);
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	snprintf(key.role, sizeof(key.role), "%s", role);
+	if (sha256_hex(out, key.hash) == -1)
+		return err_set(e, 0, "SHA-256 failed");
+	key.created_at = pt_now_ms();
+	explicit_bzero(secret, sizeof(secret));
+	if (pt_store_key_insert(st, &key, e) == -1) {
+		explicit_bzero(out, PT_KEY_MAX);
+		return -1;
+	}
+	if (k)
+		*k = key;
+	return 0;
+}
+
+int pt_auth_check(struct pt_store *st, const char *authz, struct pt_caller *who, struct err *e)
+{
+	const char *tok;
+	char id[KEY_ID_HEX + 1], hash[65];
+	struct pt_key k;
+	int rc;
+
+	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0)
+		return 0;
+	tok = authz + 7;
+	if (strncmp(tok, "ck_", 3) != 0 || strlen(tok) < 3 + KEY_ID_HEX + 2 ||
+	    tok[3 + KEY_ID_HEX] != '_' || strlen(tok) >= PT_KEY_MAX)
+		return 0;
+	memcpy(id, tok + 3, KEY_ID_HEX);
+	id[KEY_ID_HEX] = '\0';
+	for (int i = 0; i < KEY_ID_HEX; i++)
+		if (!strchr("0123456789abcdef", id[i]))
+			return 0;
+	rc = pt_store_key_get(st, id, &k, e);
+	if (rc != 1)
+		return rc;
+	if (sha256_hex(tok, hash) == -1 || CRYPTO_memcmp(hash, k.hash, 64) != 0 || k.revoked_at)
+		return 0;
+	snprintf(who->key_id, sizeof(who->key_id), "%s", k.id);
+	who->admin = strcmp(k.role, "admin") == 0;
+	return 1;
+}
+
+bool pt_auth_node(const char *authz, const char *cred, size_t cred_len)
+{
+	const char *tok;
+
+	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0 || cred_len == 0)
+		return false;
+	tok = authz + 7;
+	return strlen(tok) == cred_len && CRYPTO_memcmp(tok, cred, cred_len) == 0;
+}
