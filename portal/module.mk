@@ -18,3 +18,13 @@ $(BUILD)/bin/cloche-portal: $(PORTAL_OBJS) $(COMMON_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(call pc_libs,sqlite3) -lpthread
 
 BINS += $(BUILD)/bin/cloche-portal
+
+# Unit tests (tests/unit/portal/), linked with the modules they test.
+UNIT_PORTAL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/portal/*.c)) \
+	$(BUILD)/obj/portal/pt_state.o $(BUILD)/obj/portal/pt_store.o $(BUILD)/obj/portal/pt_auth.o
+$(BUILD)/obj/tests/unit/portal/%.o: CFLAGS += $(call pc_cflags,check sqlite3)
+$(BUILD)/tests/unit-portal: $(UNIT_PORTAL_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check sqlite3) $(COMMON_LIBS) -lpthread
+
+TESTS += $(BUILD)/tests/unit-portal

@@ -234,7 +234,7 @@ static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 	char state[32];
 	int st;
 
-	pt_sb_clear(sb);
+	memset(sb, 0, sizeof(*sb));
 	col_copy(s, 0, sb->id, sizeof(sb->id));
 	col_copy(s, 1, sb->owner, sizeof(sb->owner));
 	col_copy(s, 2, state, sizeof(state));
@@ -453,6 +453,7 @@ static int each_sb(struct pt_store *st, sqlite3_stmt *s,
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		sb_read(s, &sb);
 		fn(&sb, ud);
+		pt_sb_clear(&sb);
 		n++;
 	}
 	pt_sb_clear(&sb);

@@ -61,7 +61,9 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
  * 409 when the row is not in `from` any more (someone else changed it). */
 int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_state from,
 		       const char *reason, struct err *e);
-/* Reads a row: 0, or -1 with e (404 when there is none). */
+/* Reads a row into out, overwriting it (free what it held with pt_sb_clear
+ * first): 0, or -1 with e (404 when there is none).  The same for the
+ * other calls that fill a struct pt_sb. */
 int pt_store_sb_get(struct pt_store *st, const char *id, struct pt_sb *out, struct err *e);
 /* The row of (owner, idem_key): 1 found, 0 none, -1 error. */
 int pt_store_sb_by_idem(struct pt_store *st, const char *owner, const char *key,

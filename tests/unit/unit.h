@@ -12,6 +12,7 @@ Suite *suite_json(void);
 Suite *suite_log(void);
 Suite *suite_http_client(void);
 Suite *suite_http_server(void);
+Suite *suite_query(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);

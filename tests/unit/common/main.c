@@ -15,6 +15,7 @@ int main(void)
 	srunner_add_suite(sr, suite_log());
 	srunner_add_suite(sr, suite_http_client());
 	srunner_add_suite(sr, suite_http_server());
+	srunner_add_suite(sr, suite_query());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
