@@ -1,0 +1,102 @@
+// Checks cloche-portal against the OpenAPI document it serves: every
+// documented operation is called (with inputs that reach its documented
+// answers), every answer's status must be documented for that operation and
+// its JSON body must validate against the documented schema (ajv, JSON Schema
+// 2020-12 as OpenAPI 3.1 uses).  And every route the server registers is in
+// the document (--routes: "METHOD PATH" lines from the source).
+// Prints TAP lines; needs a portal with at least one node up.
+//
+//   node portal-openapi-test.mjs --url URL --key ADMIN_KEY --routes FILE
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { readFileSync } from 'node:fs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) =>
+	(v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
+const base = args.url, admin = args.key;
+let failed = 0;
+const ok = (cond, msg) => { console.log(`${cond ? 'ok' : 'not ok'} - ${msg}`); if (!cond) failed = 1; };
+
+const doc = await (await fetch(`${base}/sbv1/openapi.json`)).json();
+ok(doc.openapi === '3.1.0', 'the document is OpenAPI 3.1');
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
+const rewrite = (s) => JSON.parse(JSON.stringify(s).replaceAll('"#/components/', '"doc#/components/'));
+
+const seen = new Map(); // "METHOD path" -> set of statuses exercised
+async function call(method, tmpl, path, { key = admin, body, headers = {} } = {}) {
+	const h = { ...headers };
+	if (key) h.authorization = `Bearer ${key}`;
+	if (body !== undefined) h['content-type'] = 'application/json';
+	const r = await fetch(base + path, { method, headers: h,
+		body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+	const text = await r.text();
+	const op = doc.paths[tmpl]?.[method.toLowerCase()];
+	const name = `${method} ${tmpl} -> ${r.status}`;
+	if (!op) { ok(false, `${name}: operation is documented`); return { status: r.status }; }
+	const resp = op.responses[String(r.status)];
+	ok(!!resp, `${name}: status is documented`);
+	if (!seen.has(`${method} ${tmpl}`)) seen.set(`${method} ${tmpl}`, new Set());
+	seen.get(`${method} ${tmpl}`).add(r.status);
+	let json;
+	const ctype = r.headers.get('content-type') || '';
+	if (resp?.content?.['application/json']) {
+		try { json = JSON.parse(text); } catch { ok(false, `${name}: body is JSON`); return { status: r.status }; }
+		const v = ajv.compile(rewrite(resp.content['application/json'].schema));
+		ok(v(json), `${name}: body matches the schema${v.errors ? ' ' + JSON.stringify(v.errors.slice(0, 2)) : ''}`);
+	} else if (resp?.content?.['text/plain']) {
+		ok(ctype.startsWith('text/plain'), `${name}: text/plain`);
+	}
+	return { status: r.status, json, headers: r.headers };
+}
+
+// No key, a bad body, a field of the wrong type, an unknown template.
+await call('GET', '/healthz', '/healthz', { key: null });
+await call('GET', '/metrics', '/metrics', { key: null });
+await call('GET', '/sbv1/openapi.json', '/sbv1/openapi.json', { key: null });
+await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes', { key: null });
+await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: '{"ttl":' });
+await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { ttl: 'long' } });
+await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { template: 'no-such-template' } });
+// A real sandbox through its life.
+const a = await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { ttl: 120, labels: { suite: 'openapi' } } });
+ok(a.status === 201, 'acquire made a sandbox');
+const id = a.json?.id;
+await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes?label=suite%3Dopenapi&limit=1');
+await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes?state=bogus');
+await call('GET', '/sbv1/sandboxes/{id}', `/sbv1/sandboxes/${id}`);
+await call('GET', '/sbv1/sandboxes/{id}', '/sbv1/sandboxes/sb-0000000000000000');
+await call('GET', '/sbv1/sandboxes/{id}/events', `/sbv1/sandboxes/${id}/events`);
+await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 60 } });
+await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 0 } });
+for (const act of ['hibernate', 'wake', 'fork'])
+	await call('POST', `/sbv1/sandboxes/{id}/${act}`, `/sbv1/sandboxes/${id}/${act}`, { body: act === 'fork' ? { count: 2 } : undefined });
+await call('POST', '/sbv1/sandboxes/{id}/release', `/sbv1/sandboxes/${id}/release`);
+await call('POST', '/sbv1/sandboxes/{id}/release', `/sbv1/sandboxes/${id}/release`);
+await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: {} });
+await call('GET', '/sbv1/nodes', '/sbv1/nodes');
+await call('GET', '/sbv1/templates', '/sbv1/templates');
+const k = await call('POST', '/sbv1/keys', '/sbv1/keys', { body: { name: 'openapi-user', role: 'user' } });
+await call('POST', '/sbv1/keys', '/sbv1/keys', { body: { name: 'x', role: 'root' } });
+await call('GET', '/sbv1/nodes', '/sbv1/nodes', { key: k.json?.key }); // 403
+await call('GET', '/sbv1/keys', '/sbv1/keys');
+await call('DELETE', '/sbv1/keys/{id}', `/sbv1/keys/${k.json?.id}`);
+await call('DELETE', '/sbv1/keys/{id}', '/sbv1/keys/000000000000');
+await call('POST', '/sbv1/nodes/heartbeat', '/sbv1/nodes/heartbeat', { key: 'wrong-credential', body: {} });
+
+// Every operation of the document was called, and every route of the
+// server is in the document.
+for (const [p, ops] of Object.entries(doc.paths))
+	for (const m of Object.keys(ops))
+		ok(seen.has(`${m.toUpperCase()} ${p}`), `${m.toUpperCase()} ${p} was exercised`);
+if (args.routes) {
+	for (const line of readFileSync(args.routes, 'utf8').split('\n').filter(Boolean)) {
+		const [m, p] = line.split(' ');
+		const docPaths = Object.keys(doc.paths).filter((d) => p.endsWith('*')
+			? d.startsWith(p.slice(0, -1)) : d === p);
+		const methods = docPaths.flatMap((d) => Object.keys(doc.paths[d]).map((x) => x.toUpperCase()));
+		ok(docPaths.length > 0 && (m === 'ANY' || methods.includes(m)), `server route ${m} ${p} is documented`);
+	}
+}
+process.exit(failed);
