@@ -83,6 +83,11 @@ static void read_secret(const char *path, char *out, size_t cap, size_t *len)
 	}
 }
 
+static void stop_loop(void *ud)
+{
+	hsrv_stop(((struct pt_portal *)ud)->srv);
+}
+
 static int on_signal(void *ud, int fd)
 {
 	struct pt_portal *p = ud;
@@ -97,7 +102,15 @@ static int on_signal(void *ud, int fd)
 		p->stopping = true;
 		pthread_mutex_unlock(&p->jobs_mu);
 		pt_core_stop(p);
-		hsrv_stop(p->srv);
+		/* A moment for the answers just queued (503 to waiting acquires)
+		 * to leave before the loop ends. */
+		if (!p->stop_timer) {
+			p->stop_timer = hsrv_timer_new(p->srv, stop_loop, p);
+			if (p->stop_timer)
+				hsrv_timer_arm(p->stop_timer, 300);
+			else
+				hsrv_stop(p->srv);
+		}
 	}
 	return 0;
 }
@@ -280,6 +293,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&p->jobs_mu);
 	pt_core_stop(p);
 	pt_core_free(p);
+	hsrv_timer_free(p->stop_timer);
 	hsrv_free(p->srv);
 	pt_nodes_free(p);
 	pt_store_close(p->st);

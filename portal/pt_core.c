@@ -122,36 +122,60 @@ static void job_free(struct pt_job *j)
 
 static void job_done(void *ud);
 
+/* The node's answer: status and body; an error message from an error body. */
+static void node_call(struct pt_job *j, const char *method, const char *url, long timeout_ms)
+{
+	struct pt_portal *p = j->p;
+	char authz[300];
+	const char *hdrs[] = {authz, "Content-Type: application/json", NULL};
+	struct http_req req = {.method = method, .url = url, .headers = hdrs,
+			       .timeout_ms = timeout_ms};
+	struct http_resp resp;
+	char *body = j->body ? json_dumps(j->body, JSON_COMPACT) : NULL;
+
+	memset(&resp, 0, sizeof(resp));
+	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", p->cfg.node_cred);
+	if (body) {
+		req.body = body;
+		req.body_len = strlen(body);
+	}
+	j->status = -1;
+	if (http_request(&req, &resp, &j->e) == 0) {
+		j->status = resp.status;
+		j->out = json_loads(buf_str(&resp.body), 0, NULL);
+		if (j->status < 200 || j->status > 299) {
+			const char *m = json_string_value(
+				json_object_get(json_object_get(j->out, "error"), "message"));
+
+			err_http(&j->e, (int)j->status, "%s %s: %ld: %s", method, url, j->status,
+				 m ? m : "no error message");
+		}
+	}
+	explicit_bzero(authz, sizeof(authz));
+	free(body);
+	http_resp_free(&resp);
+}
+
 static void *job_thread(void *arg)
 {
 	struct pt_job *j = arg;
 	struct pt_portal *p = j->p;
-	char authz[300];
-	const char *hdrs[] = {authz, NULL};
-	struct http_json_opts o = {.headers = hdrs};
-	const char *method = "POST";
 	char url[512];
 
-	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", p->cfg.node_cred);
 	switch (j->kind) {
 	case JOB_CLAIM:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/claim", j->url, j->sid);
-		o.timeout_ms = CLAIM_TIMEOUT_MS;
+		node_call(j, "POST", url, CLAIM_TIMEOUT_MS);
 		break;
 	case JOB_CREATE:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes", j->url);
-		o.timeout_ms = CREATE_TIMEOUT_MS;
+		node_call(j, "POST", url, CREATE_TIMEOUT_MS);
 		break;
 	case JOB_DESTROY:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s", j->url, j->sid);
-		method = "DELETE";
-		o.timeout_ms = DESTROY_TIMEOUT_MS;
+		node_call(j, "DELETE", url, DESTROY_TIMEOUT_MS);
 		break;
 	}
-	j->status = http_json(method, url, j->body, &j->out, &o, &j->e);
-	if (j->status == -1 && j->e.http_status >= 400 && j->e.http_status < 500)
-		j->status = j->e.http_status; /* the node answered with a 4xx */
-	explicit_bzero(authz, sizeof(authz));
 	pthread_mutex_lock(&p->jobs_mu);
 	j->next_posted = p->posted;
 	p->posted = j;
@@ -309,6 +333,15 @@ static void acq_finish_row(struct pt_portal *p, struct pt_acq *a, int status)
 	pt_sb_clear(&sb);
 }
 
+/* The row changed under a pending acquire (its node went silent and it was
+ * marked lost, or it was failed): tell the waiters. */
+static void acq_gone(struct pt_portal *p, struct pt_acq *a)
+{
+	acq_finish(p, a, 502, NULL,
+		   "the sandbox was lost while it was being made (its node went silent); "
+		   "acquire again");
+}
+
 static void waiter_gone(void *ud)
 {
 	((struct pt_waiter *)ud)->gone = true; /* settled by the next tick */
@@ -333,17 +366,15 @@ static int waiter_add(struct pt_acq *a, const struct hsrv_req *req, long long wa
 	return 0;
 }
 
-/* Whether pool member sid on n is spoken for: a claim of it runs, or a live
- * row holds it. */
+/* Whether pool member sid on n is spoken for: a live row holds it (a claim
+ * in flight included). */
 static bool member_taken(struct pt_portal *p, const struct pt_node *n, const char *sid)
 {
 	struct err e = ERR_INIT;
 	struct pt_sb sb;
 	int rc;
 
-	for (struct pt_acq *a = p->pending; a; a = a->all_next)
-		if (a->job && a->state == PT_PLACING && strcmp(a->id, sid) == 0)
-			return true;
+	/* A claim in flight has its row already (written before the call). */
 	memset(&sb, 0, sizeof(sb));
 	rc = pt_store_sb_by_node_sid(p->st, n->name, sid, &sb, &e);
 	pt_sb_clear(&sb);
@@ -405,7 +436,7 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 		snprintf(why, sizeof(why), "creating it on %s", pl->node->name);
 		if (move_id(p, a->id, PT_PLACING, PT_STARTING, why, NULL) == -1) {
 			job_free(j);
-			acq_finish_row(p, a, 500);
+			acq_gone(p, a);
 			return;
 		}
 		a->state = PT_STARTING;
@@ -421,7 +452,7 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 		}
 		move_id(p, a->id, a->state, PT_FAILED, e.msg, NULL);
 		job_free(j);
-		acq_finish_row(p, a, 500);
+		acq_gone(p, a);
 	}
 }
 
@@ -761,8 +792,14 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		} else {
 			/* The row moved meanwhile (lost with its node): the member is
 			 * ours on the node but no lease holds it; reconcile destroys it. */
-			acq_finish_row(p, a, 500);
+			acq_gone(p, a);
 		}
+		return;
+	}
+	if (j->status == 400) {
+		/* The request itself is wrong (an egress rule the node refuses). */
+		move_id(p, a->id, PT_PLACING, PT_FAILED, j->e.msg, NULL);
+		acq_finish(p, a, 400, NULL, j->e.msg);
 		return;
 	}
 	/* Refused (409: claimed or gone since the heartbeat; 404) or no answer:
@@ -776,7 +813,7 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 			pt_node_forget(n, j->sid);
 	}
 	if (move_id(p, a->id, PT_PLACING, PT_QUEUED, why, NULL) == -1) {
-		acq_finish_row(p, a, 500);
+		acq_gone(p, a);
 		return;
 	}
 	a->state = PT_QUEUED;
@@ -795,7 +832,10 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 	}
 	if (j->status == 201) {
 		snprintf(why, sizeof(why), "ready on %s", j->node);
-		acq_finish_row(p, a, move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0 ? 201 : 500);
+		if (move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0)
+			acq_finish_row(p, a, 201);
+		else
+			acq_gone(p, a);
 		return;
 	}
 	if (j->status == 503) {
@@ -807,13 +847,13 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 			pt_core_dispatch(p);
 			return;
 		}
-		acq_finish_row(p, a, 500);
+		acq_gone(p, a);
 		return;
 	}
 	snprintf(why, sizeof(why), "start on %s failed: %s", j->node, j->e.msg);
 	move_id(p, a->id, PT_STARTING, PT_FAILED, why, NULL);
 	/* Whatever the node may have left is unowned now; reconcile removes it. */
-	acq_finish(p, a, 502, NULL, why);
+	acq_finish(p, a, j->status == 400 ? 400 : 502, NULL, why);
 	pt_core_dispatch(p);
 }
 

@@ -90,6 +90,7 @@ struct pt_portal {
 	struct pt_store *st;
 	struct hsrv *srv;
 	struct hsrv_timer *tick;
+	struct hsrv_timer *stop_timer; /* ends the loop shortly after SIGTERM */
 	struct pt_node *nodes;
 	struct pt_acq *queue_head, *queue_tail;
 	int queue_len;
