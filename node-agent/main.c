@@ -5,6 +5,7 @@
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
+#include "node-agent/na_heartbeat.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
 
@@ -29,6 +30,7 @@
 struct agent {
 	struct na_node *node;
 	struct na_egress *egress;
+	struct na_heartbeat *hb; /* NULL without --portal */
 	struct hsrv *srv;
 	char cred[256];
 	size_t cred_len;
@@ -53,6 +55,13 @@ static const struct cfg_opt opts[] = {
 	{"connect-socket", CFG_STR, "/run/cloche/node.sock",
 	 "unix socket of the port-connect path (cloche-node connect ID PORT)"},
 	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
+	{"max-sandboxes", CFG_INT, "0",
+	 "most sandboxes this node holds at once, warm members too (0: no limit)"},
+	{"portal", CFG_STR, "", "the portal's URL: heartbeat to it (empty: none)"},
+	{"node-name", CFG_STR, NULL, "this node's name at the portal (default: the host name)"},
+	{"advertise-url", CFG_STR, NULL,
+	 "the node API's URL as the portal should call it (default http://LISTEN:PORT)"},
+	{"heartbeat-ms", CFG_INT, "2000", "heartbeat interval until the portal says otherwise"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 	{"test-hooks", CFG_STR, "",
 	 "for tests only: pauses that widen race windows, point=ms[,...] (node-agent/na_test.h)"},
@@ -92,6 +101,7 @@ static const char *err_code(int status)
 	case 404: return "not_found";
 	case 409: return "conflict";
 	case 413: return "too_large";
+	case 503: return "full";
 	default: return "internal";
 	}
 }
@@ -283,6 +293,36 @@ static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 static const char *path_id(const struct hsrv_req *req)
 {
 	return req->path + strlen("/v1/sandboxes/");
+}
+
+/* POST /v1/sandboxes/{id}/claim {"egress"?}: that warm pool member, now. */
+static void h_claim(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	const char *rest = path_id(req), *slash = strchr(rest, '/');
+	char id[64];
+
+	if (deny(a, req, resp))
+		return;
+	if (!slash || strcmp(slash, "/claim") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
+		hsrv_resp_error(resp, 404, "not_found", "no such resource");
+		return;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
+	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
+			     : json_object();
+	if (!body) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	if (na_node_claim(a->node, id, body, &e) == -1) {
+		resp_err(resp, &e);
+		return;
+	}
+	hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
 }
 
 static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -587,6 +627,11 @@ int main(int argc, char **argv)
 	no.runsc_root = cfg_str(c, "runsc-root");
 	no.template_name = cfg_str(c, "template-name");
 	no.warm = cfg_str(c, "warm-pool");
+	if (cfg_int(c, "max-sandboxes") < 0 || cfg_int(c, "max-sandboxes") > 100000) {
+		err_set(&e, 0, "--max-sandboxes: give 0 (no limit) to 100000");
+		die("bad configuration", &e);
+	}
+	no.max_sandboxes = (int)cfg_int(c, "max-sandboxes");
 	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
 		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
 		die("bad configuration", &e);
@@ -622,16 +667,59 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "POST", "/v1/sandboxes/*", h_claim, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
 		die("cannot start", &e);
+	if (*cfg_str(c, "portal")) {
+		struct na_heartbeat_opts hbo = {0};
+		char host[256] = "", self[512];
+		long iv = (long)cfg_int(c, "heartbeat-ms");
+
+		if (strncmp(cfg_str(c, "portal"), "http://", 7) != 0 &&
+		    strncmp(cfg_str(c, "portal"), "https://", 8) != 0) {
+			err_set(&e, 0, "--portal: `%s` is not an http(s) URL", cfg_str(c, "portal"));
+			die("bad configuration", &e);
+		}
+		if (iv < 200 || iv > 60000) {
+			err_set(&e, 0, "--heartbeat-ms: give 200..60000");
+			die("bad configuration", &e);
+		}
+		if (cfg_str(c, "advertise-url")) {
+			snprintf(self, sizeof(self), "%s", cfg_str(c, "advertise-url"));
+		} else if (!*ho.listen || strcmp(ho.listen, "0.0.0.0") == 0 ||
+			   strcmp(ho.listen, "::") == 0) {
+			err_set(&e, 0, "--portal with --listen %s needs --advertise-url: the portal "
+				       "must know an address it can call",
+				*ho.listen ? ho.listen : "(all)");
+			die("bad configuration", &e);
+		} else {
+			snprintf(self, sizeof(self), strchr(ho.listen, ':') ? "http://[%s]:%d"
+									  : "http://%s:%d",
+				 ho.listen, hsrv_port(a.srv));
+		}
+		if (cfg_str(c, "node-name"))
+			snprintf(host, sizeof(host), "%s", cfg_str(c, "node-name"));
+		else if (gethostname(host, sizeof(host) - 1) == -1 || !*host)
+			snprintf(host, sizeof(host), "node");
+		hbo.portal = cfg_str(c, "portal");
+		hbo.name = host;
+		hbo.url = self;
+		hbo.credential = a.cred;
+		hbo.interval_ms = iv;
+		a.hb = na_heartbeat_start(a.node, &hbo, &e);
+		if (!a.hb)
+			die("cannot start", &e);
+	}
 	if (na_node_keeper_start(a.node, &e) == -1)
 		die("cannot start", &e);
 	log_info("serving", "{s:s, s:i, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv), "pool",
 		 no.pool);
 	rc = hsrv_run(a.srv);
+	na_heartbeat_stop(a.hb);
+	a.hb = NULL;
 	/* A create or destroy in progress gets a few seconds; one that takes
 	 * longer is left to the next start (adopted or cleaned up), and then
 	 * nothing it uses may be freed. */

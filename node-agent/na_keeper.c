@@ -105,7 +105,8 @@ static bool warm_round_locked(struct na_node *n)
 			return true;
 		}
 		na_warm_count_locked(n, resolved[i], &ready, &starting);
-		if (ready + starting >= w->target || util_now_ms() < w->retry_at)
+		if (ready + starting >= w->target || util_now_ms() < w->retry_at ||
+		    !na_room_locked(n))
 			continue;
 		na_random_id(id, sizeof(id));
 		if (na_reserve_locked(n, id, resolved[i], &lim, &none, true, &e) == -1)
@@ -174,6 +175,7 @@ static void check_alive_locked(struct na_node *n)
 		snprintf(s->state, sizeof(s->state), "failed");
 		log_error("sandbox died", "{s:s, s:s, s:b}", "id", s->id, "reason", s->reason,
 			  "pooled", s->pooled);
+		na_node_changed(n);
 	}
 }
 

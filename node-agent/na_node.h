@@ -59,7 +59,18 @@ struct na_node {
 	/* Templates being imported right now, by name@digest (under mu): a
 	 * second import of the same one gets 409 before it touches the disk. */
 	char importing[NA_IMPORTS_MAX][256];
+	int max_sandboxes;          /* 0: no limit */
+	/* Called (under mu or not) when a sandbox becomes ready, fails, is
+	 * claimed or goes: the heartbeat reports at once. */
+	void (*changed)(void *ud);
+	void *changed_ud;
 };
+
+/* Tells whoever listens (the heartbeat) that the sandbox list changed. */
+void na_node_changed(struct na_node *n);
+/* True when the node may hold one more sandbox (--max-sandboxes).  Caller
+ * holds n->mu. */
+bool na_room_locked(const struct na_node *n);
 
 /* Limits of a create that names none, and of warm members. */
 extern const struct na_limits na_default_limits;

@@ -98,6 +98,7 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	snprintf(n->runsc_root, sizeof(n->runsc_root), "%s", o->runsc_root);
 	snprintf(n->template_name, sizeof(n->template_name), "%s", o->template_name);
 	n->egress = o->egress;
+	n->max_sandboxes = o->max_sandboxes;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->wake, NULL);
 	if (na_parse_warm(n, o->warm, e) == -1) {
@@ -228,21 +229,62 @@ static int apply_egress(struct na_node *n, const char *id, const struct na_egres
 
 static int write_meta(struct na_node *n, const struct na_sb *s, struct err *e);
 
-/* Takes a ready, unclaimed warm pool member of template tpl for a caller:
- * gives it policy pol and records that in meta.json.  Returns 1 with its id
- * in id_out, 0 when the pool has none ready, -1 with e set. */
-static int claim(struct na_node *n, const char *tpl, const struct na_egress_policy *pol,
-		 char *id_out, struct err *e)
+void na_node_changed(struct na_node *n)
+{
+	if (n->changed)
+		n->changed(n->changed_ud);
+}
+
+void na_node_on_change(struct na_node *n, void (*fn)(void *ud), void *ud)
+{
+	pthread_mutex_lock(&n->mu);
+	n->changed = fn;
+	n->changed_ud = ud;
+	pthread_mutex_unlock(&n->mu);
+}
+
+bool na_room_locked(const struct na_node *n)
+{
+	int count = 0;
+
+	if (n->max_sandboxes <= 0)
+		return true;
+	for (const struct na_sb *s = n->list; s; s = s->next)
+		count++;
+	return count < n->max_sandboxes;
+}
+
+static bool claimable(const struct na_sb *s)
+{
+	return s->pooled && !s->busy && strcmp(s->state, "ready") == 0;
+}
+
+/* Takes a ready, unclaimed warm pool member for a caller: member want_id
+ * when given, else any of template tpl.  Gives it policy pol and records
+ * that in meta.json.  Returns 1 with its id in id_out, 0 when there is none
+ * to take (with want_id: e says why, 404 or 409), -1 with e set. */
+static int claim(struct na_node *n, const char *tpl, const char *want_id,
+		 const struct na_egress_policy *pol, char *id_out, struct err *e)
 {
 	struct na_sb *s, copy;
 
 	pthread_mutex_lock(&n->mu);
-	for (s = n->list; s; s = s->next)
-		if (s->pooled && !s->busy && strcmp(s->state, "ready") == 0 &&
-		    strcmp(s->template, tpl) == 0)
-			break;
+	if (want_id) {
+		s = na_find_locked(n, want_id);
+		if (!s || !claimable(s)) {
+			pthread_mutex_unlock(&n->mu);
+			if (!s)
+				return err_http(e, 404, "no sandbox `%s`", want_id);
+			return err_http(e, 409, "sandbox `%s` is not a ready, unclaimed pool member",
+					want_id);
+		}
+	} else {
+		for (s = n->list; s; s = s->next)
+			if (claimable(s) && strcmp(s->template, tpl) == 0)
+				break;
+	}
 	if (s) {
-		/* "starting" keeps DELETE and the warm thread away meanwhile. */
+		/* "starting" keeps DELETE, other claims and the warm thread away. */
 		s->pooled = false;
 		snprintf(s->state, sizeof(s->state), "starting");
 		copy = *s;
@@ -273,9 +315,26 @@ static int claim(struct na_node *n, const char *tpl, const struct na_egress_poli
 	}
 	pthread_cond_broadcast(&n->wake); /* refill */
 	pthread_mutex_unlock(&n->mu);
-	log_info("warm sandbox claimed", "{s:s, s:s}", "id", copy.id, "template", tpl);
+	log_info("warm sandbox claimed", "{s:s, s:s}", "id", copy.id, "template", copy.template);
+	na_node_changed(n);
 	snprintf(id_out, 32, "%s", copy.id);
 	return 1;
+}
+
+int na_node_claim(struct na_node *n, const char *id, const json_t *body, struct err *e)
+{
+	struct na_egress_policy pol;
+	char out[32];
+	int rc;
+
+	if (!na_valid_id(id))
+		return err_http(e, 404, "no sandbox `%s`", id);
+	if (!json_is_object(body))
+		return err_http(e, 400, "the body must be a JSON object");
+	if (na_egress_policy_parse(json_object_get(body, "egress"), &pol, e) == -1)
+		return -1;
+	rc = claim(n, NULL, id, &pol, out, e);
+	return rc == 1 ? 0 : -1;
 }
 
 int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, bool *claimed,
@@ -324,7 +383,7 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 	/* Warm members have the default limits and a node-chosen id. */
 	if (!id && mem == na_default_limits.memory_mb && cpus == na_default_limits.cpus &&
 	    pids == na_default_limits.pids) {
-		rc = claim(n, tpl, &pol, id_out, e);
+		rc = claim(n, tpl, NULL, &pol, id_out, e);
 		if (rc != 0) {
 			*claimed = rc == 1;
 			return rc == 1 ? 0 : -1;
@@ -335,7 +394,11 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		id = id_buf;
 	}
 	pthread_mutex_lock(&n->mu);
-	rc = na_reserve_locked(n, id, tpl, &lim, &pol, false, e);
+	if (!na_room_locked(n))
+		rc = err_http(e, 503, "this node holds its maximum of %d sandboxes",
+			      n->max_sandboxes);
+	else
+		rc = na_reserve_locked(n, id, tpl, &lim, &pol, false, e);
 	pthread_mutex_unlock(&n->mu);
 	if (rc == -1)
 		return -1;
@@ -561,6 +624,7 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	}
 	pthread_mutex_unlock(&n->mu);
 	log_info("sandbox ready", "{s:s, s:I}", "id", id, "boot_ms", (json_int_t)boot_ms);
+	na_node_changed(n);
 	return 0;
 
 fail: {
@@ -575,6 +639,7 @@ fail_nodir:
 	pthread_mutex_lock(&n->mu);
 	unlink_locked(n, id);
 	pthread_mutex_unlock(&n->mu);
+	na_node_changed(n);
 	return -1;
 }
 
@@ -619,6 +684,7 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 	unlink_locked(n, id);
 	pthread_mutex_unlock(&n->mu);
 	log_info("sandbox destroyed", "{s:s}", "id", id);
+	na_node_changed(n);
 	return 0;
 }
 
@@ -916,11 +982,15 @@ json_t *na_node_capacity_json(struct na_node *n)
 						      "starting", starting));
 	}
 	pthread_mutex_unlock(&n->mu);
-	return json_pack("{s:{s:I, s:I}, s:i, s:{s:I, s:I}, s:i, s:i, s:o}", "memory", "total",
-			 (json_int_t)meminfo("MemTotal"), "available",
+	return json_pack("{s:{s:I, s:I}, s:i, s:{s:I, s:I}, s:i, s:i, s:i, s:o, s:o}", "memory",
+			 "total", (json_int_t)meminfo("MemTotal"), "available",
 			 (json_int_t)meminfo("MemAvailable"), "cpus",
 			 (int)sysconf(_SC_NPROCESSORS_ONLN), "disk", "free", (json_int_t)disk_free,
 			 "total", (json_int_t)disk_total, "running", running, "sandboxes", total,
+			 "max_sandboxes", n->max_sandboxes, "free_slots",
+			 n->max_sandboxes > 0 ? json_integer(n->max_sandboxes > total
+								 ? n->max_sandboxes - total : 0)
+					      : json_null(),
 			 "warm", warm);
 }
 

@@ -25,6 +25,7 @@ struct na_node_opts {
 	const char *template_name; /* default template */
 	const char *warm;          /* warm pool targets "name=N[,name=N...]"; NULL or "" none */
 	struct na_egress *egress;  /* the egress proxy engine (not owned) */
+	int max_sandboxes;         /* most sandboxes held at once (warm members too); 0: no limit */
 };
 
 /* Creates the node (copies opts) and makes pool/sandboxes and the runsc
@@ -66,6 +67,14 @@ void na_node_adopt(struct na_node *n);
 int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, bool *claimed,
 			 struct err *e);
 
+/* Claims warm pool member id exactly (the portal picks members by id):
+ * body {"egress"?: policy}.  0 when it is now the caller's (ready, with
+ * the policy applied and recorded); -1 with 404 (unknown), 409 (not a
+ * ready, unclaimed member: claimed, starting, failed, being changed) or
+ * 400 (bad policy).  Of two claims of one member exactly one succeeds. */
+int na_node_claim(struct na_node *n, const char *id, const json_t *body, struct err *e);
+/* Registers fn(ud) to run when the sandbox list changes (see na_node.h). */
+void na_node_on_change(struct na_node *n, void (*fn)(void *ud), void *ud);
 /* Drops the reservation of create_begin when the slow half will not run
  * (no worker could be started): the id is free again.  Nothing was made on
  * disk yet.  Only an entry still "starting" is dropped. */

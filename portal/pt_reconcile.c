@@ -91,7 +91,9 @@ static void reconcile_listed(struct pt_portal *p, struct pt_node *n)
 		char why[600];
 		int rc;
 
-		if (!sid || !state || json_is_true(json_object_get(s, "pooled")))
+		/* Pool members are the node's own; a stopping one is going anyway. */
+		if (!sid || !state || json_is_true(json_object_get(s, "pooled")) ||
+		    strcmp(state, "stopping") == 0)
 			continue;
 		memset(&sb, 0, sizeof(sb));
 		rc = pt_store_sb_by_node_sid(p->st, n->name, sid, &sb, &e);
