@@ -6,6 +6,7 @@
 #   make unit                 run the C unit tests
 #   make test                 install what is needed, build, pass every test
 #   make run / make stop      start / stop the all-in-one appliance
+#   make clean-data           stop, and drop the portal's database
 #   make bench                print benchmark figures (bench/results/)
 #   make fuzz                 run the libFuzzer targets (tests/fuzz/, needs clang)
 .DEFAULT_GOAL := all
@@ -33,7 +34,7 @@ pc_libs = $(shell pkg-config --libs $(1))
 # command line of verbs only reads no module.mk: nothing asks pkg-config
 # about libraries that are not installed yet.  Building without them stops
 # at one line that says what to do.
-VERBS := deps test run stop bench clean
+VERBS := deps test run stop clean-data bench clean
 ifneq ($(MAKECMDGOALS),)
 ifeq ($(filter-out $(VERBS),$(MAKECMDGOALS)),)
 VERBS_ONLY := 1
@@ -79,6 +80,9 @@ run:
 stop:
 	@scripts/stop.sh
 
+clean-data:
+	@scripts/clean-data.sh
+
 template: all
 	@rootfs/build-template.sh
 
@@ -88,4 +92,4 @@ bench:
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps test run stop template bench clean
+.PHONY: all unit deps test run stop clean-data template bench clean

@@ -1,0 +1,68 @@
+# shellcheck shell=bash
+# The all-in-one appliance's layout, shared by `make run` and `make stop`
+# (scripts/run.sh, scripts/stop.sh).  Every setting can be overridden from
+# the environment, so a test can run a second appliance beside the first.
+AIO_ETC=${CLOCHE_AIO_ETC:-/etc/cloche}                 # node credential
+AIO_STATE=${CLOCHE_AIO_STATE:-/var/lib/cloche-portal}  # portal database, token key
+AIO_RUN=${CLOCHE_AIO_RUN:-/run/cloche/aio}             # pid files, the sandbox id
+AIO_LOG=${CLOCHE_AIO_LOG:-/var/log/cloche}             # node.log, portal.log
+AIO_POOL=${CLOCHE_POOL:-/var/lib/cloche}
+AIO_ENV=${CLOCHE_AIO_ENV:-$AIO_POOL/aio.env}           # what the CLI reads
+AIO_PORTAL_PORT=${CLOCHE_PORTAL_PORT:-7000}
+AIO_NODE_PORT=${CLOCHE_NODE_PORT:-7070}
+AIO_DOMAIN=${CLOCHE_DOMAIN:-cloche.localhost}
+aio_proxy_default='http://{port}-{id}.'$AIO_DOMAIN
+AIO_PROXY_URL=${CLOCHE_PROXY_URL:-$aio_proxy_default}
+AIO_NODE_SOCK=$AIO_RUN/node.sock
+AIO_RUNSC_ROOT=${CLOCHE_RUNSC_ROOT:-/run/cloche/runsc}
+AIO_URL=http://127.0.0.1:$AIO_PORTAL_PORT
+AIO_NODE_URL=http://127.0.0.1:$AIO_NODE_PORT
+# Loopback forwards into the user's sandbox until cloche-proxy exists:
+# "host port:sandbox port" pairs.
+AIO_FORWARDS=("${CLOCHE_NOVNC_PORT:-6080}:6080" "${CLOCHE_VNC_PORT:-5900}:5900"
+	"${CLOCHE_HEALTH_PORT:-18080}:8080" "${CLOCHE_SHELL_PORT:-8889}:8889"
+	"${CLOCHE_DESKTOP_PORT:-8100}:8100" "${CLOCHE_BROWSER_PORT:-7999}:7999")
+
+aio_say() { echo "cloche: $*" >&2; }
+
+# aio_alive NAME: the daemon of pid file NAME.pid runs.
+aio_alive() {
+	local f=$AIO_RUN/$1.pid
+	[[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+# aio_stop_daemon NAME: SIGTERM, wait up to 15 s, then SIGKILL.
+aio_stop_daemon() {
+	local f=$AIO_RUN/$1.pid pid i
+	[[ -f $f ]] || return 0
+	pid=$(cat "$f")
+	if kill -TERM "$pid" 2>/dev/null; then
+		for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
+}
+
+# aio_wait_http URL SECONDS: until URL answers 200.
+aio_wait_http() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		curl -sf -o /dev/null "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+aio_key() { sed -n 's/^CLOCHE_API_KEY=//p' "$AIO_ENV" 2>/dev/null; }
+aio_cred() { cat "$AIO_ETC/node.cred"; }
+
+# aio_api METHOD PATH [BODY]: the portal with the admin key; prints the body.
+aio_api() {
+	curl -sS -m 600 -X "$1" -H "Authorization: Bearer $(aio_key)" \
+		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$AIO_URL$2"
+}
+
+# aio_node METHOD PATH: the node agent's API with the node credential.
+aio_node() {
+	curl -sS -m 120 -X "$1" -H "Authorization: Bearer $(aio_cred)" "$AIO_NODE_URL$2"
+}

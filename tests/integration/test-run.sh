@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The README's first command as a user meets it: `make run` starts the
+# portal and a node agent, makes an admin key for the CLI, acquires one
+# desktop and prints links that work (noVNC page and its one-click secret,
+# MCP through the SDK client, health); a second `make run` starts nothing
+# twice; the CLI sees the sandbox; `make stop` leaves no process, netns or
+# mount behind and releases the sandbox in the portal's records.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. scripts/lib/aio.sh
+. scripts/lib/pool.sh
+
+unset MAKEFLAGS MFLAGS MAKELEVEL
+out=$(mktemp)
+cleanup() { make -s stop >/dev/null 2>&1; CLOCHE_POOL=$AIO_POOL pool_ensure >/dev/null 2>&1; rm -f "$out"; }
+trap cleanup EXIT
+export -f aio_api aio_key
+export AIO_URL AIO_ENV
+make -s stop >/dev/null 2>&1 # a previous run's leftovers
+
+make -s run >"$out" 2>&1
+rc=$?
+check "make run succeeds" test "$rc" = 0
+sed 's/^/# /' "$out" | grep -v 'secret=' || true
+novnc=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[A-Za-z0-9_-]*' "$out" | head -1)
+shell=$(grep -o 'shell *http://127.0.0.1:[0-9]*/mcp' "$out" | grep -o 'http.*')
+health=$(grep -o 'Health: *http://[^ ]*' "$out" | grep -o 'http.*')
+id=$(cat "$AIO_RUN/sandbox" 2>/dev/null)
+check "it prints the noVNC, MCP and health links" test -n "$novnc" -a -n "$shell" -a -n "$health"
+check "the noVNC link redirects into noVNC with the secret filled in" \
+	bash -c 'curl -s -o /dev/null -w "%{http_code} %{redirect_url}" "$1" | grep -q "^30[12] .*vnc.html.*password="' _ "$novnc"
+check "the noVNC page loads" bash -c 'curl -sf "$1/vnc.html" | grep -qi novnc' _ "$(grep -o 'http://127.0.0.1:[0-9]*' <<<"$novnc")"
+# The printed link in a real browser: noVNC connects and shows the desktop,
+# and typing through it reaches the sandbox (its own ok/not ok lines).
+(cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
+check "the health link says every service is ready" curl -sf -o /dev/null "$health"
+check "mcp-shell answers through its link (MCP SDK client)" \
+	bash -c 'node tests/e2e/mcp-call.mjs --url "$1" --tool run_command --args "{\"command\":\"echo made-by-run\"}" | grep -q made-by-run' _ "$shell"
+check "the CLI config holds the portal and an admin key" \
+	bash -c 'grep -q "^CLOCHE_URL=http://127.0.0.1:" "$1" && grep -q "^CLOCHE_API_KEY=ck_" "$1"' _ "$AIO_ENV"
+check "the portal has the sandbox ready and leased" \
+	bash -c '[[ $(aio_api GET "/sbv1/sandboxes/$1" | jq -r .state) == ready ]]' _ "$id"
+check "the portal knows the node and its warm pool" \
+	bash -c '[[ $(aio_api GET /sbv1/nodes | jq -r ".nodes[0].state") == up ]]'
+if [[ -x build/bin/cloche ]]; then
+	check "cloche list --json shows it" \
+		bash -c 'build/bin/cloche list --json | jq -e --arg id "$1" "[.sandboxes[].id] | index(\$id)" >/dev/null' _ "$id"
+fi
+
+pids="$(cat "$AIO_RUN/portal.pid") $(cat "$AIO_RUN/node.pid")"
+make -s run >"$out" 2>&1
+check "a second make run succeeds" test $? = 0
+check "... starts nothing twice (same daemons, same sandbox)" \
+	bash -c '[[ "$(cat "$1/portal.pid") $(cat "$1/node.pid")" == "$2" && $(cat "$1/sandbox") == "$3" ]]' _ "$AIO_RUN" "$pids" "$id"
+check "... and says they are running" grep -q 'is running' "$out"
+
+sid=$(aio_api GET "/sbv1/sandboxes/$id" | jq -r .node_sandbox_id)
+make -s stop >"$out" 2>&1
+check "make stop succeeds" test $? = 0
+check "no cloche daemon or forward is left" bash -c '! pgrep -f "build/bin/cloche-(portal|node)|cloche-node --connect-socket $1" >/dev/null' _ "$AIO_NODE_SOCK"
+check "no sandbox process is left" bash -c '! pgrep -f "runsc.*--root $1 " >/dev/null' _ "$AIO_RUNSC_ROOT"
+check "no sandbox netns is left" bash -c '! ls /var/run/netns 2>/dev/null | grep -q "^[SR]-$1$"' _ "$sid"
+check "no mount of a sandbox is left" bash -c '! grep -q "/sandboxes/" /proc/self/mountinfo'
+check "the pool's loop mount is gone" bash -c '! mountpoint -q "$1" || [[ $(findmnt -n -o SOURCE --target "$1") != /dev/loop* ]]' _ "$AIO_POOL"
+check "the portal's database stays" test -s "$AIO_STATE/portal.db"
+check "... and records the sandbox as released" \
+	bash -c '[[ $(sqlite3 "$1" "SELECT state FROM sandboxes WHERE id = '"'"'$2'"'"'") == released ]]' _ "$AIO_STATE/portal.db" "$id"
+check "... and passes PRAGMA integrity_check" \
+	bash -c '[[ $(sqlite3 "$1" "PRAGMA integrity_check") == ok ]]' _ "$AIO_STATE/portal.db"
+tap_exit
