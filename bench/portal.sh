@@ -10,8 +10,9 @@
 #   3. queue wait under contention: the same clients hold each sandbox for
 #      PORTAL_BENCH_HOLD_S (2 s): more clients than room, so acquires queue;
 #      the portal's own queue-wait histogram and the clients' acquire p50/p99.
-# The node has its own pool directory (a read-only snapshot of the template
-# on the same btrfs), so it never meets another agent's sandboxes.  Prints a
+# The node is a tests/lib/cluster.sh host: its own netns address and pool
+# directory (a read-only snapshot of the template on the same btrfs), so it
+# never meets another agent's sandboxes.  Prints a
 # table and writes bench/results/portal.json.
 #
 #   PORTAL_BENCH_TEMPLATE (desktop)  CLOCHE_BUILD (build)  CLOCHE_POOL (/var/lib/cloche)
@@ -36,42 +37,26 @@ die() { echo "bench/portal.sh: $*" >&2; exit 1; }
 src=$(ls -1dt "$main_pool/templates/$tname"@* 2>/dev/null | head -n 1)
 [[ -n $src ]] || die "no $tname template in $main_pool/templates: make template"
 
-work=$(mktemp -d /tmp/bench-portal.XXXXXX)
-pool=$main_pool/pools/bench-portal-$$
-node_pid= portal_pid=
+. tests/lib/cluster.sh
+portal_pid=
 cleanup() {
-	local sid
 	[[ -n $portal_pid ]] && kill "$portal_pid" 2>/dev/null
-	if [[ -n $node_pid ]]; then
-		for sid in $(curl -s -H "Authorization: Bearer $cred" "$node/v1/sandboxes" | jq -r '.sandboxes[].id' 2>/dev/null); do
-			curl -s -m 60 -X DELETE -H "Authorization: Bearer $cred" "$node/v1/sandboxes/$sid" >/dev/null
-		done
-		kill "$node_pid" 2>/dev/null
-		wait "$node_pid" 2>/dev/null
-	fi
-	for t in "$pool"/templates/*; do [[ -d $t ]] && btrfs subvolume delete "$t" >/dev/null 2>&1; done
-	rm -rf --one-file-system "$pool" "$work"
+	cluster_down
+	rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$pool/templates"
-btrfs subvolume snapshot -r "$src" "$pool/templates/$(basename "$src")" >/dev/null || die "snapshot $src"
-head -c 32 /dev/urandom | base64 >"$work/cred"
-cred=$(cat "$work/cred")
+work=$(mktemp -d /tmp/bench-portal.XXXXXX)
+cluster_up "bp$$" 1 "$src" || die "cannot set up the node's host and pool"
 pport=$(free_port)
-nport=$(free_port)
-portal=http://127.0.0.1:$pport
-node=http://127.0.0.1:$nport
-
-"$build/bin/cloche-portal" --port "$pport" --db "$work/portal.db" --token-key-file "$work/token.key" \
-	--node-credential-file "$work/cred" --default-template "$tname" --queue-max 1000 \
+portal=http://$CLUSTER_BR_IP:$pport
+"$build/bin/cloche-portal" --listen "$CLUSTER_BR_IP" --port "$pport" --db "$work/portal.db" \
+	--token-key-file "$work/token.key" --node-credential-file "$CLUSTER_WORK/cred" \
+	--default-template "$tname" --queue-max 1000 --heartbeat-interval 500ms \
 	>"$work/portal.log" 2>&1 &
 portal_pid=$!
 key=$("$build/bin/cloche-portal" --db "$work/portal.db" key-create bench admin) || die "key-create"
-"$build/bin/cloche-node" --port "$nport" --credential-file "$work/cred" --pool "$pool" \
-	--runsc-root "/run/cloche/runsc-bench-$$" --connect-socket "$work/node.sock" \
-	--template-name "$tname" --warm-pool "$tname=$pool_k" --max-sandboxes "$maxsb" \
-	--portal "$portal" --node-name bench --heartbeat-ms 500 >"$work/node.log" 2>&1 &
-node_pid=$!
+CLUSTER_PORTAL_URL=$portal cluster_start 1 --template-name "$tname" --warm-pool "$tname=$pool_k" \
+	--max-sandboxes "$maxsb" || die "the node agent did not start ($CLUSTER_WORK/n1.log)"
 
 api() { curl -s -m 600 -X "$1" -H "Authorization: Bearer $key" ${3:+--data-binary "$3"} "$portal$2"; }
 warm_ready() { api GET /sbv1/templates | jq "[.templates[] | select(.name == \"$tname\") | .warm_ready] | add // 0"; }
@@ -81,7 +66,7 @@ wait_warm() { # wait until N members are ready (at most 600 s)
 		(($(warm_ready) >= $1)) && return 0
 		sleep 0.2
 	done
-	die "the warm pool did not fill (node log: $work/node.log)"
+	die "the warm pool did not fill (node log: $CLUSTER_WORK/n1.log)"
 }
 pct() { # P FILE: the P-th percentile of the numbers in FILE (nearest rank)
 	sort -n "$2" | awk -v p="$1" '{a[NR] = $1} END {if (!NR) {print "null"; exit}
@@ -111,7 +96,7 @@ echo "warm acquire: p50 $warm_p50 ms, p99 $warm_p99 ms ($warm_hits of $warm_n fr
 
 # 2 and 3: clients in a loop; hold 0 s (pairs per second), then hold $hold s (queueing).
 loop_clients() { # HOLD_S TAG
-	local c
+	local c pids=()
 	for ((c = 0; c < clients; c++)); do
 		(
 			end=$(($(date +%s) + secs))
@@ -124,8 +109,9 @@ loop_clients() { # HOLD_S TAG
 				api POST "/sbv1/sandboxes/$(jq -r .id "$work/$2-$c.json")/release" >/dev/null
 			done
 		) &
+		pids+=($!)
 	done
-	wait
+	wait "${pids[@]}" # not a bare wait: the portal and the node are children too
 }
 metric() { curl -s "$portal/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 

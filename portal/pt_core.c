@@ -1003,7 +1003,9 @@ static void expire_waiters(struct pt_portal *p, uint64_t now)
 		while (*pp) {
 			struct pt_waiter *w = *pp;
 
-			if (!w->gone && now < w->deadline) {
+			/* A claim in flight is a matter of milliseconds: its answer
+			 * is worth waiting for even past the deadline. */
+			if (!w->gone && (now < w->deadline || a->state == PT_PLACING)) {
 				pp = &w->next;
 				continue;
 			}
