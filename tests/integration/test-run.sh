@@ -43,10 +43,41 @@ check "the portal has the sandbox ready and leased" \
 	bash -c '[[ $(aio_api GET "/sbv1/sandboxes/$1" | jq -r .state) == ready ]]' _ "$id"
 check "the portal knows the node and its warm pool" \
 	bash -c '[[ $(aio_api GET /sbv1/nodes | jq -r ".nodes[0].state") == up ]]'
-if [[ -x build/bin/cloche ]]; then
-	check "cloche list --json shows it" \
-		bash -c 'build/bin/cloche list --json | jq -e --arg id "$1" "[.sandboxes[].id] | index(\$id)" >/dev/null' _ "$id"
-fi
+
+# The CLI drives a whole lifecycle with the key make run wrote.
+C=build/bin/cloche
+check "cloche list --json shows the make run sandbox" \
+	bash -c '"$1" list --json | jq -e --arg id "$2" "[.sandboxes[].id] | index(\$id)" >/dev/null' _ "$C" "$id"
+check "cloche list prints a table" bash -c '"$1" list | grep -q "^ID  *STATE"' _ "$C"
+cid=$($C acquire --ttl 120 --label suite=cli --json | jq -r .id)
+check "cloche acquire --json: a ready sandbox" bash -c '[[ $("$1" get "$2" --json | jq -r .state) == ready ]]' _ "$C" "$cid"
+check "cloche get: the human view" bash -c '"$1" get "$2" | grep -q "^state  *ready"' _ "$C" "$cid"
+e1=$($C get "$cid" --json | jq -r .expires_at)
+check "cloche keepalive --ttl moves expires_at" \
+	bash -c '"$1" keepalive "$2" --ttl 600 >/dev/null && [[ $("$1" get "$2" --json | jq -r .expires_at) > "$3" ]]' _ "$C" "$cid" "$e1"
+check "cloche vnc prints the noVNC URL with the token" bash -c '"$1" vnc "$2" | grep -q "^http.*6080-$2.*token=st1\."' _ "$C" "$cid"
+check "cloche mcp-config: three servers with the bearer token" \
+	bash -c '"$1" mcp-config "$2" | jq -e "[.mcpServers[] | select(.type == \"http\" and (.headers.Authorization | startswith(\"Bearer st1.\")))] | length == 3" >/dev/null' _ "$C" "$cid"
+check "cloche events lists the changes" bash -c '"$1" events "$2" | grep -q "placing"' _ "$C" "$cid"
+"$C" hibernate "$cid" 2>/dev/null
+check "cloche hibernate: not yet (exit 1)" test $? = 1
+check "cloche release" bash -c '"$1" release "$2" | grep -q "releas"' _ "$C" "$cid"
+"$C" get sb-0000000000000000 2>/dev/null
+check "an unknown sandbox exits 3" test $? = 3
+"$C" acquire --ttl soon 2>/dev/null
+check "a bad flag value exits 2" test $? = 2
+"$C" acquire --ttl 99999999 2>/dev/null
+check "a request the portal refuses (ttl beyond the maximum) exits 2" test $? = 2
+CLOCHE_URL=http://127.0.0.1:1 "$C" list 2>/dev/null
+check "CLOCHE_URL wins over aio.env, and an unreachable portal exits 7" test $? = 7
+ukey=$($C keys create cli-user --json | jq -r .key)
+check "cloche keys create makes a user key" bash -c '"$1" keys list --json | jq -e ".keys[] | select(.name == \"cli-user\")" >/dev/null' _ "$C"
+check "... that works" bash -c '"$1" --api-key "$2" list >/dev/null' _ "$C" "$ukey"
+"$C" --api-key "$ukey" nodes 2>/dev/null
+check "... and may not list nodes (exit 4)" test $? = 4
+"$C" keys revoke "$(cut -d_ -f2 <<<"$ukey")" >/dev/null
+"$C" --api-key "$ukey" list 2>/dev/null
+check "a revoked key exits 4" test $? = 4
 
 pids="$(cat "$AIO_RUN/portal.pid") $(cat "$AIO_RUN/node.pid")"
 make -s run >"$out" 2>&1

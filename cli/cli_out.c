@@ -1,0 +1,132 @@
+/* The CLI's output helpers; see cli_out.h. */
+#include "cli/cli_out.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void cli_reltime(const char *iso, long long now_ms, char *out, size_t len)
+{
+	struct tm tm;
+	long long t, d;
+	const char *unit;
+	char *rest;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!iso || !(rest = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm))) {
+		snprintf(out, len, "-");
+		return;
+	}
+	t = (long long)timegm(&tm) * 1000;
+	d = t - now_ms;
+	if (d > -1000 && d < 1000) {
+		snprintf(out, len, "now");
+		return;
+	}
+	{
+		long long a = d < 0 ? -d : d, v;
+
+		if (a < 60000) {
+			v = a / 1000;
+			unit = "s";
+		} else if (a < 3600000) {
+			v = a / 60000;
+			unit = "m";
+		} else if (a < 86400000) {
+			v = a / 3600000;
+			unit = "h";
+		} else {
+			v = a / 86400000;
+			unit = "d";
+		}
+		if (d > 0)
+			snprintf(out, len, "in %lld%s", v, unit);
+		else
+			snprintf(out, len, "%lld%s ago", v, unit);
+	}
+}
+
+/* One cell padded to width w, or the row's last cell and its newline. */
+static int cell(struct buf *b, const char *s, size_t w, bool last)
+{
+	struct err e = ERR_INIT;
+
+	if (last)
+		return buf_appendf(b, &e, "%s\n", s);
+	return buf_appendf(b, &e, "%-*s  ", (int)w, s);
+}
+
+int cli_table(struct buf *b, const char *const *header, size_t ncol, json_t *rows)
+{
+	size_t w[16] = {0}, i, c;
+	json_t *row;
+
+	if (ncol > 16)
+		return -1;
+	for (c = 0; c < ncol; c++)
+		w[c] = strlen(header[c]);
+	json_array_foreach(rows, i, row)
+		for (c = 0; c < ncol; c++) {
+			const char *s = json_string_value(json_array_get(row, c));
+			size_t n = s ? strlen(s) : 1;
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	for (c = 0; c < ncol; c++)
+		if (cell(b, header[c], w[c], c + 1 == ncol) == -1)
+			return -1;
+	json_array_foreach(rows, i, row)
+		for (c = 0; c < ncol; c++) {
+			const char *s = json_string_value(json_array_get(row, c));
+
+			if (cell(b, s ? s : "-", w[c], c + 1 == ncol) == -1)
+				return -1;
+		}
+	return 0;
+}
+
+json_t *cli_mcp_config(const json_t *sb)
+{
+	static const char *const servers[] = {"shell", "desktop", "browser"};
+	json_t *mcp = json_object_get(json_object_get(sb, "urls"), "mcp");
+	const char *tok = json_string_value(json_object_get(sb, "token"));
+	json_t *out, *all;
+	char auth[256];
+
+	if (!json_is_object(mcp) || !tok)
+		return NULL;
+	snprintf(auth, sizeof(auth), "Bearer %s", tok);
+	all = json_object();
+	for (size_t i = 0; i < 3; i++) {
+		const char *url = json_string_value(json_object_get(mcp, servers[i]));
+		char name[32];
+
+		if (!url)
+			continue;
+		snprintf(name, sizeof(name), "cloche-%s", servers[i]);
+		json_object_set_new(all, name,
+				    json_pack("{s:s, s:s, s:{s:s}}", "type", "http", "url", url,
+					      "headers", "Authorization", auth));
+	}
+	out = json_pack("{s:o}", "mcpServers", all);
+	return out;
+}
+
+int cli_exit_code(long status)
+{
+	if (status >= 200 && status < 300)
+		return 0;
+	switch (status) {
+	case 0: return 7;   /* no answer */
+	case 400: return 2; /* the request was wrong: a usage error */
+	case 401:
+	case 403: return 4;
+	case 404: return 3;
+	case 409: return 5;
+	case 503:
+	case 504: return 6;
+	default: return 1;
+	}
+}
