@@ -34,7 +34,8 @@ long long na_spec_host_pids(long long pids);
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		  const struct na_limits *lim, const char *vnc_secret, struct err *e);
 
-/* Writes v to path atomically: path.tmp, fsync, rename.  0 or -1. */
+/* Writes v to path atomically for a crash of the agent: path.tmp, then
+ * rename (no fsync: see na_spec.c).  0 or -1. */
 int na_json_save(const char *path, const json_t *v, struct err *e);
 
 #endif
