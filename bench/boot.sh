@@ -7,7 +7,8 @@
 #   BENCH_BOOTS (3)  BENCH_SETTLE_S (15)  BENCH_IDLE_S (20)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/lib/sandbox.sh
+. tests/lib/tap.sh # free_port, now_ms
+. tests/lib/sandbox.sh
 
 boots=${BENCH_BOOTS:-3}
 settle=${BENCH_SETTLE_S:-15}
@@ -17,7 +18,7 @@ template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 mkdir -p bench/results
 ids=()
 # shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { for i in "${ids[@]}"; do sb_down "$i" >/dev/null 2>&1; done; }
+cleanup() { for i in "${ids[@]}"; do sb_down "$i" >/dev/null 2>&1; done; sb_agent_stop; }
 trap cleanup EXIT
 
 ms() { date +%s%3N; }

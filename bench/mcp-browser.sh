@@ -7,7 +7,8 @@
 #   BENCH_CALLS (200)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/lib/sandbox.sh
+. tests/lib/tap.sh # free_port, now_ms
+. tests/lib/sandbox.sh
 
 calls=${BENCH_CALLS:-200}
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
@@ -16,7 +17,7 @@ id="b-mcpb-$$"
 out=bench/results/mcp-browser.json
 mkdir -p bench/results
 # shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; }
+cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
 trap cleanup EXIT
 
 t0=$(date +%s%3N)

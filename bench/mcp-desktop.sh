@@ -9,14 +9,15 @@
 # table and writes bench/results/mcp-desktop.json.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/lib/sandbox.sh
+. tests/lib/tap.sh # free_port, now_ms
+. tests/lib/sandbox.sh
 
 calls=${BENCH_MCP_DESKTOP_CALLS:-100}
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 [[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
 id="b-mcpd-$$"
 # shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; }
+cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
 trap cleanup EXIT
 mkdir -p bench/results
 out=bench/results/mcp-desktop.json

@@ -33,8 +33,8 @@
 # sandboxes of others are adopted and left alone, but they skew the figures.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/lib/sandbox.sh
 . tests/lib/tap.sh # free_port, now_ms
+. tests/lib/sandbox.sh
 
 cold_n=${NODE_BENCH_COLD:-5}
 warm_k=${NODE_BENCH_WARM:-3}

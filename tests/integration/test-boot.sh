@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 id="t-boot-$$"
@@ -17,6 +17,7 @@ work=$(mktemp -d)
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	sb_down "$id" >/dev/null 2>&1
+	sb_agent_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT

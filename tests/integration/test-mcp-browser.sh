@@ -9,13 +9,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 id=${CLOCHE_TEST_ID:-t-mcpb-$$} # several worktrees on one machine each name their own
 url="http://10.0.2.15:7999/mcp"
 # shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; }
+cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
 trap cleanup EXIT
 
 [[ -n $template ]] || { not_ok "a desktop template exists (run make template)"; tap_exit; }

@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/mcp-desktop
@@ -41,7 +41,7 @@ cleanup() {
 	sleep 0.3
 	for p in "${PGIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	((${#PIDS[@]})) && wait "${PIDS[@]}" 2>/dev/null # not the agent: it is a child too
 	if ((TAP_FAILED)); then
 		for f in "$WORK"/mcp*.log; do
 			[[ -s $f ]] || continue
@@ -51,6 +51,7 @@ cleanup() {
 		done
 	fi
 	sb_down "$id" >/dev/null 2>&1
+	sb_agent_stop
 	rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/mcp.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 id="t-mcp-$$"
@@ -19,6 +19,7 @@ fw_pids=()
 cleanup() {
 	[[ ${#fw_pids[@]} == 0 ]] || kill "${fw_pids[@]}" 2>/dev/null
 	sb_down "$id" >/dev/null 2>&1
+	sb_agent_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT

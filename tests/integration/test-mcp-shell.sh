@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/mcp.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
 bin=build/bin/mcp-shell
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
@@ -28,6 +28,7 @@ pid=
 cleanup() {
 	[[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	sb_down "$id" >/dev/null 2>&1
+	sb_agent_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT

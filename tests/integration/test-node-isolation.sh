@@ -12,8 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. scripts/lib/sandbox.sh
-. tests/lib/node.sh
+. tests/lib/sandbox.sh
 . tests/lib/inet.sh
 
 pre="${CLOCHE_TEST_PREFIX:-t}-iso-$$"

@@ -11,9 +11,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. scripts/lib/sandbox.sh
+. tests/lib/sandbox.sh
 
-. tests/lib/node.sh
 
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 pre="${CLOCHE_TEST_PREFIX:-t}-node-$$"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Helpers for the cloche-node integration tests (needs tests/lib/tap.sh and
-# scripts/lib/sandbox.sh).  node_setup PREFIX makes a work directory, a
+# Helpers for the cloche-node integration tests (needs tests/lib/tap.sh;
+# tests/lib/sandbox.sh sources this file and adds the sb_ helpers).  node_setup PREFIX makes a work directory, a
 # credential and a port; node_start runs the agent with extra options;
 # node_cleanup (call it from the EXIT trap) kills it and removes every
 # sandbox, netns and directory whose id starts with the prefix.
@@ -101,14 +101,23 @@ node_preflight() {
 	[[ -n "$(sb_latest_template desktop)" ]] || { not_ok "a desktop template exists (make template)"; tap_exit; }
 }
 
+# node_cleanup (the EXIT trap): stops the agent, then removes what is left
+# of this test's sandboxes (ids starting with the prefix) through the
+# agent's own teardown: one more agent run that DELETEs them.
 node_cleanup() {
-	[[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null
-	local d id
+	local d id left=()
+	if [[ -n $node_pid ]]; then
+		kill -9 "$node_pid" 2>/dev/null
+		wait "$node_pid" 2>/dev/null
+		node_pid=
+	fi
 	for d in "$CLOCHE_POOL"/sandboxes/"$NODE_PRE"-*; do
-		[[ -e $d ]] || continue
-		id=$(basename "$d")
-		sb_down "$id" >/dev/null 2>&1
+		[[ -e $d ]] && left+=("$(basename "$d")")
 	done
+	if ((${#left[@]})) && node_start >/dev/null 2>&1; then
+		for id in "${left[@]}"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+		node_stop
+	fi
 	for d in /var/run/netns/[SR]-"$NODE_PRE"-*; do
 		[[ -e $d ]] && ip netns del "$(basename "$d")" 2>/dev/null
 	done
