@@ -556,17 +556,29 @@ static int cmd_action(struct args *a, const char *action)
 	return rc ? rc : worst;
 }
 
+/* GET path for a table: 1 when the answer still needs the table (in
+ * *out), else the exit code with the JSON printed (--json) or the error. */
+static int fetch_for_table(const char *path, json_t **out)
+{
+	int rc = call("GET", path, NULL, out, NULL, 0, NULL);
+
+	if (rc)
+		return rc;
+	if (!as_json)
+		return 1;
+	print_json(*out);
+	return 0;
+}
+
 static int cmd_nodes(void)
 {
 	json_t *out = NULL, *nd, *rows = json_array();
 	size_t i;
-	int rc = call("GET", "/sbv1/nodes", NULL, &out, NULL, 0, NULL);
+	int rc = fetch_for_table("/sbv1/nodes", &out);
 
-	if (rc || as_json) {
-		if (!rc)
-			print_json(out);
+	if (rc != 1)
 		goto out;
-	}
+	rc = 0;
 	json_array_foreach(json_object_get(out, "nodes"), i, nd) {
 		json_t *c = json_object_get(nd, "capacity"), *w;
 		char run[48], mem[32], cpus[16], warm[128] = "", seen[40];
@@ -612,13 +624,11 @@ static int cmd_templates(void)
 {
 	json_t *out = NULL, *t, *rows = json_array();
 	size_t i;
-	int rc = call("GET", "/sbv1/templates", NULL, &out, NULL, 0, NULL);
+	int rc = fetch_for_table("/sbv1/templates", &out);
 
-	if (rc || as_json) {
-		if (!rc)
-			print_json(out);
+	if (rc != 1)
 		goto out;
-	}
+	rc = 0;
 	json_array_foreach(json_object_get(out, "templates"), i, t) {
 		char *vers = json_dumps(json_object_get(t, "versions"), JSON_COMPACT);
 		char *nodes = json_dumps(json_object_get(t, "nodes"), JSON_COMPACT);

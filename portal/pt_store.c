@@ -405,6 +405,19 @@ int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_stat
 	return commit_or_rollback(st, rc, e);
 }
 
+/* Steps a SELECT of SB_COLS that names at most one row: 1 read into out,
+ * 0 none, -1 error. */
+static int one_sb(struct pt_store *st, sqlite3_stmt *s, struct pt_sb *out, struct err *e)
+{
+	int rc = sqlite3_step(s);
+
+	if (rc == SQLITE_ROW) {
+		sb_read(s, out);
+		return 1;
+	}
+	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "read sandbox");
+}
+
 int pt_store_sb_get(struct pt_store *st, const char *id, struct pt_sb *out, struct err *e)
 {
 	AUTOSTMT sqlite3_stmt *s = prep(st->rd, "SELECT " SB_COLS " FROM sandboxes WHERE id = ?", e);
@@ -413,14 +426,10 @@ int pt_store_sb_get(struct pt_store *st, const char *id, struct pt_sb *out, stru
 	if (!s)
 		return -1;
 	bind_text(s, 1, id);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		sb_read(s, out);
-		return 0;
-	}
-	if (rc == SQLITE_DONE)
+	rc = one_sb(st, s, out, e);
+	if (rc == 0)
 		return err_http(e, 404, "no sandbox `%s`", id);
-	return db_err(e, st->rd, "read sandbox");
+	return rc == 1 ? 0 : -1;
 }
 
 int pt_store_sb_by_idem(struct pt_store *st, const char *owner, const char *key,
@@ -428,18 +437,12 @@ int pt_store_sb_by_idem(struct pt_store *st, const char *owner, const char *key,
 {
 	AUTOSTMT sqlite3_stmt *s = prep(
 		st->rd, "SELECT " SB_COLS " FROM sandboxes WHERE owner = ? AND idem_key = ?", e);
-	int rc;
 
 	if (!s)
 		return -1;
 	bind_text(s, 1, owner);
 	bind_text(s, 2, key);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		sb_read(s, out);
-		return 1;
-	}
-	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "read sandbox");
+	return one_sb(st, s, out, e);
 }
 
 /* Runs a SELECT of SB_COLS and calls fn per row. */
@@ -527,18 +530,12 @@ int pt_store_sb_by_node_sid(struct pt_store *st, const char *node, const char *s
 					"SELECT " SB_COLS " FROM sandboxes WHERE node = ? AND"
 					" node_sid = ? AND state IN " PT_ON_NODE_SQL,
 					e);
-	int rc;
 
 	if (!s)
 		return -1;
 	bind_text(s, 1, node);
 	bind_text(s, 2, sid);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		sb_read(s, out);
-		return 1;
-	}
-	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "read sandbox");
+	return one_sb(st, s, out, e);
 }
 
 json_t *pt_store_sb_events(struct pt_store *st, const char *id, struct err *e)
