@@ -59,6 +59,7 @@ mem_kb() {
 }
 
 times=()
+sb_agent_ensure || exit 1 # before the clock starts
 for ((n = 1; n <= boots; n++)); do
 	id="bench-boot-$$-$n"
 	ids+=("$id")
@@ -67,7 +68,7 @@ for ((n = 1; n <= boots; n++)); do
 	sb_wait_ready "$id" 180 || exit 1
 	t=$(($(ms) - t0))
 	times+=("$t")
-	echo "boot $n: runsc run -> health ready: $t ms (services: $(sb_health "$id" | jq -c '[.services | to_entries[] | {(.key): .value.ready_ms}] | add'))"
+	echo "boot $n: create (cloche-node) -> health ready: $t ms (services: $(sb_health "$id" | jq -c '[.services | to_entries[] | {(.key): .value.ready_ms}] | add'))"
 	if ((n < boots)); then sb_down "$id"; fi
 done
 

@@ -66,7 +66,7 @@ wait_for() { # wait_for SECONDS COMMAND...
 	done
 }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
+free_port_from() {
 	local p
 	for p in $(seq "$1" $(($1 + 200))); do port_free "$p" && { echo "$p"; return 0; }; done
 	return 1
@@ -106,7 +106,7 @@ host_part() {
 	wait_for 60 find_window || { not_ok "host: Chromium shows the test page"; return; }
 	sleep 2
 
-	port=$(free_port 18100) || { not_ok "host: a free port"; return; }
+	port=$(free_port_from 18100) || { not_ok "host: a free port"; return; }
 	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port" --settle 100ms 2>"$WORK/mcp.log" &
 	PIDS+=($!)
 	if wait_for 15 listening "$port"; then ok "mcp-desktop serves on $disp, port $port"; else
@@ -157,7 +157,7 @@ host_part() {
 	find_start() { DISPLAY=$disp xdotool search --name '^cloche desktop' >/dev/null 2>&1; }
 	wait_for 60 find_start || { not_ok "host: Chromium shows the start page"; return; }
 	sleep 2
-	port2=$(free_port $((port + 1))) || { not_ok "host: a free port"; return; }
+	port2=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
 	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port2" --screen-size 1024x640 \
 		--log-level debug 2>"$WORK/mcp2.log" &
 	PIDS+=($!)
