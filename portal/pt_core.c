@@ -482,8 +482,10 @@ static void place_queued(struct pt_portal *p, struct pt_acq *a, const struct pla
 	}
 	pt_sb_clear(&sb);
 	a->state = PT_PLACING;
-	if (a->queued_at)
+	if (a->queued_at && !a->wait_observed) {
 		pt_hist_observe(&p->metrics.queue_wait, (double)(util_now_ms() - a->queued_at) / 1000.0);
+		a->wait_observed = true;
+	}
 	place(p, a, pl);
 }
 
@@ -839,7 +841,10 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		return;
 	}
 	if (j->status == 503) {
-		/* The node was full: it made nothing.  Place again, keeping the turn. */
+		/* The node was full: it made nothing.  Place again, keeping the turn,
+		 * but not there before its next heartbeat says how full it is. */
+		if (n)
+			n->full = true;
 		snprintf(why, sizeof(why), "%s had no room: %s", j->node, j->e.msg);
 		if (move_id(p, a->id, PT_STARTING, PT_QUEUED, why, NULL) == 0) {
 			a->state = PT_QUEUED;

@@ -123,6 +123,7 @@ int pt_nodes_record(struct pt_portal *p, json_t *hb, struct pt_node **out, bool 
 	json_decref(n->templates);
 	json_decref(n->sandboxes);
 	n->capacity = json_incref(cap);
+	n->full = false; /* its own count again */
 	n->templates = json_incref(tmpls);
 	n->sandboxes = json_incref(sbs);
 	*out = n;
@@ -225,7 +226,7 @@ static bool has_room(const struct pt_node *n, long long memory_mb)
 	long long used = cap_int(n, "sandboxes", NULL) + n->inflight;
 	long long avail = cap_int(n, "memory", "available") - n->inflight_mb * 1048576LL;
 
-	if (max > 0 && used >= max)
+	if (n->full || (max > 0 && used >= max))
 		return false;
 	return avail >= HOST_MB(memory_mb) * 1048576LL;
 }

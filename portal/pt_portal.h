@@ -50,6 +50,7 @@ struct pt_node {
 	json_t *templates;
 	json_t *sandboxes;
 	int inflight;          /* creates the portal sent and that have not answered */
+	bool full;             /* it answered 503 full: no new creates until it heartbeats */
 	long long inflight_mb;
 };
 
@@ -70,6 +71,7 @@ struct pt_acq {
 	bool job;              /* a node call for it runs */
 	uint64_t t0;           /* monotonic ms when it arrived */
 	uint64_t queued_at;    /* monotonic ms when it entered the queue (0: never) */
+	bool wait_observed;    /* its queue wait went into the histogram */
 	struct pt_waiter *waiters;
 	struct pt_acq *all_next; /* every pending acquire */
 };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct pt_store {
 	sqlite3 *wr; /* every write */
@@ -139,44 +140,61 @@ static int open_conn(const char *path, int flags, sqlite3 **out, struct err *e)
 	return 0;
 }
 
+/* The schema version, read inside the caller's transaction. */
+static int read_version(struct pt_store *st, struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *s = prep(st->wr, "SELECT version FROM schema_version", e);
+
+	if (!s)
+		return -1;
+	if (sqlite3_step(s) != SQLITE_ROW)
+		return err_http(e, 500, "schema_version has no row");
+	return sqlite3_column_int(s, 0);
+}
+
+/* Each migration runs in its own IMMEDIATE transaction that reads the
+ * version first, so two processes opening a new database at once (the
+ * portal and `key-create`) apply each step exactly once. */
 static int migrate(struct pt_store *st, struct err *e)
 {
-	AUTOSTMT sqlite3_stmt *s = NULL;
 	int n = (int)ARRAY_LEN(migrations);
 
-	if (exec(st->wr, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-		 e) == -1)
+	if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
 		return -1;
-	if (!(s = prep(st->wr, "SELECT version FROM schema_version", e)))
+	if (exec(st->wr, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+			 "INSERT INTO schema_version (version) SELECT 0 WHERE NOT EXISTS"
+			 " (SELECT 1 FROM schema_version);", e) == -1 ||
+	    exec(st->wr, "COMMIT", e) == -1) {
+		exec(st->wr, "ROLLBACK", NULL);
 		return -1;
-	st->version = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
-	sqlite3_finalize(s);
-	s = NULL;
-	if (st->version == -1) {
-		if (exec(st->wr, "INSERT INTO schema_version (version) VALUES (0)", e) == -1)
-			return -1;
-		st->version = 0;
 	}
-	if (st->version > n)
-		return err_http(e, 500,
-				"the database has schema version %d; this portal knows up to %d "
-				"(a newer portal wrote it)",
-				st->version, n);
-	for (int v = st->version; v < n; v++) {
+	for (;;) {
 		char bump[96];
+		int v;
 
-		snprintf(bump, sizeof(bump), "UPDATE schema_version SET version = %d;", v + 1);
 		if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
 			return -1;
+		v = read_version(st, e);
+		if (v == -1 || v >= n) {
+			exec(st->wr, v == -1 ? "ROLLBACK" : "COMMIT", NULL);
+			if (v == -1)
+				return -1;
+			st->version = v;
+			if (v > n)
+				return err_http(e, 500,
+						"the database has schema version %d; this portal knows up "
+						"to %d (a newer portal wrote it)",
+						v, n);
+			return 0;
+		}
+		snprintf(bump, sizeof(bump), "UPDATE schema_version SET version = %d;", v + 1);
 		if (exec(st->wr, migrations[v], e) == -1 || exec(st->wr, bump, e) == -1) {
 			exec(st->wr, "ROLLBACK", NULL);
 			return err_wrap(e, "migrate schema %d -> %d", v, v + 1);
 		}
 		if (exec(st->wr, "COMMIT", e) == -1)
 			return -1;
-		st->version = v + 1;
 	}
-	return 0;
 }
 
 struct pt_store *pt_store_open(const char *path, struct err *e)
@@ -189,9 +207,22 @@ struct pt_store *pt_store_open(const char *path, struct err *e)
 	}
 	if (open_conn(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &st->wr, e) == -1)
 		goto fail;
-	/* WAL and FULL: every committed change is on disk before COMMIT returns. */
-	if (exec(st->wr, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-			 " PRAGMA foreign_keys=ON;", e) == -1 ||
+	/* WAL and FULL: every committed change is on disk before COMMIT returns.
+	 * Switching a new database to WAL needs it to itself, and SQLite's busy
+	 * timeout does not cover that: another process opening it at the same
+	 * moment (key-create beside the portal) is waited out here. */
+	for (int i = 0;; i++) {
+		struct err e2 = ERR_INIT;
+
+		if (exec(st->wr, "PRAGMA journal_mode=WAL", &e2) == 0)
+			break;
+		if (i == 100) {
+			*e = e2;
+			goto fail;
+		}
+		usleep(50 * 1000);
+	}
+	if (exec(st->wr, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", e) == -1 ||
 	    migrate(st, e) == -1 ||
 	    open_conn(path, SQLITE_OPEN_READONLY, &st->rd, e) == -1)
 		goto fail;
