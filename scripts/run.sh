@@ -9,10 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/aio.sh
 . scripts/lib/forward.sh
+. scripts/lib/pool.sh
 
 scripts/install-deps.sh
 aio_say "building"
 make -s -j2 all >/dev/null
+CLOCHE_POOL=$AIO_POOL pool_ensure
+ls -d "$AIO_POOL"/templates/desktop@* >/dev/null 2>&1 ||
+	aio_say "making the desktop template (the first time: a few minutes, mostly downloads)"
 rootfs/build-template.sh >/dev/null
 mkdir -p "$AIO_ETC" "$AIO_STATE" "$AIO_RUN" "$AIO_LOG"
 chmod 0700 "$AIO_ETC" "$AIO_STATE" "$AIO_RUN"
