@@ -1,0 +1,12 @@
+# proxy/: cloche-proxy (in progress: the request-head parser and Host routing
+# so far, with their unit tests and fuzz target).
+CFLAGS_proxy := $(call pc_cflags,$(PKGS))
+
+UNIT_PROXY_OBJS := $(BUILD)/obj/tests/unit/proxy/test_proxy.o $(BUILD)/obj/proxy/px_head.o \
+	$(BUILD)/obj/proxy/px_host.o
+$(BUILD)/obj/tests/unit/proxy/%.o: CFLAGS += $(call pc_cflags,check)
+$(BUILD)/tests/unit-proxy: $(UNIT_PROXY_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check)
+
+TESTS += $(BUILD)/tests/unit-proxy
