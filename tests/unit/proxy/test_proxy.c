@@ -3,6 +3,7 @@
  * and 11.2 refused. */
 #include "proxy/px_head.h"
 #include "proxy/px_host.h"
+#include "proxy/px_rewrite.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -154,6 +155,96 @@ START_TEST(host_table)
 }
 END_TEST
 
+static void parse(const char *req, struct px_head *h)
+{
+	ck_assert_int_eq(px_head_parse(req, strlen(req), h, NULL), PX_HEAD_OK);
+}
+
+START_TEST(token_places)
+{
+	struct px_head h;
+	char t[128];
+
+	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Cookie: a=b; cloche_token=st1.c.m\r\n"
+	      "Authorization: Bearer st1.b.m\r\n\r\n", &h);
+	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_BEARER);
+	ck_assert_str_eq(t, "st1.b.m");
+	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Cookie: a=b; cloche_token=st1.c.m\r\n\r\n", &h);
+	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_COOKIE);
+	ck_assert_str_eq(t, "st1.c.m");
+	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Authorization: Basic eA==\r\n\r\n", &h);
+	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_QUERY);
+	ck_assert_str_eq(t, "st1.q.m");
+	parse("GET /a?mytoken=st1.q.m HTTP/1.1\r\n" H "Cookie: xcloche_token=st1.c\r\n\r\n", &h);
+	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_NONE);
+}
+END_TEST
+
+START_TEST(rewrite_hides_the_token)
+{
+	struct px_head h;
+	struct buf b = BUF_INIT(1 << 16);
+	struct err e = ERR_INIT;
+	struct px_rewrite_opts o = {.client_addr = "192.0.2.7"};
+	const char *s;
+
+	parse("POST /mcp?token=st1.q.m&x=1 HTTP/1.1\r\n" H "Authorization: Bearer st1.b.m\r\n"
+	      "Cookie: a=b; cloche_token=st1.c.m; z=y\r\nConnection: keep-alive, X-Hop\r\n"
+	      "Keep-Alive: 5\r\nTE: trailers\r\nUpgrade: h2c\r\nX-Forwarded-For: 6.6.6.6\r\n"
+	      "Content-Length: 2\r\nMcp-Session-Id: abc\r\n\r\n", &h);
+	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
+	s = buf_str(&b);
+	ck_assert_msg(strncmp(s, "POST /mcp?x=1 HTTP/1.1\r\n", 24) == 0, "%s", s);
+	ck_assert_ptr_null(strstr(s, "st1."));
+	ck_assert_ptr_null(strstr(s, "Authorization"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nCookie: a=b; z=y\r\n"));
+	ck_assert_ptr_null(strstr(s, "Keep-Alive"));
+	ck_assert_ptr_null(strstr(s, "TE:"));
+	ck_assert_ptr_null(strstr(s, "Upgrade"));
+	ck_assert_ptr_null(strstr(s, "6.6.6.6"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-For: 192.0.2.7\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-Proto: http\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-Host: 8889-sb-1.d\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nContent-Length: 2\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nMcp-Session-Id: abc\r\n"));
+	ck_assert_msg(strstr(s, "Connection: keep-alive\r\n\r\n") == s + strlen(s) - 26, "%s", s);
+	buf_free(&b);
+	parse("GET /ws HTTP/1.1\r\n" H "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+	      "Cookie: cloche_token=st1.c.m\r\n\r\n", &h);
+	o.upgrade = true;
+	o.tls = true;
+	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
+	s = buf_str(&b);
+	ck_assert_ptr_nonnull(strstr(s, "\r\nUpgrade: websocket\r\n"));
+	ck_assert_ptr_null(strstr(s, "Cookie"));
+	ck_assert_ptr_nonnull(strstr(s, "X-Forwarded-Proto: https"));
+	ck_assert_ptr_nonnull(strstr(s, "Connection: upgrade\r\n\r\n"));
+	buf_free(&b);
+}
+END_TEST
+
+static const struct {
+	const char *in, *out;
+} targets[] = {
+	{"/", "/"},
+	{"/?token=a", "/"},
+	{"/p?token=a&b=1", "/p?b=1"},
+	{"/p?b=1&token=a", "/p?b=1"},
+	{"/p?b=1&token=a&c=2#f", "/p?b=1&c=2#f"},
+	{"/p?mytoken=a", "/p?mytoken=a"},
+	{"/p#token=a", "/p#token=a"},
+};
+
+START_TEST(target_table)
+{
+	char out[64];
+	struct px_span t = {targets[_i].in, strlen(targets[_i].in)};
+
+	ck_assert_int_eq(px_target_without_token(t, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, targets[_i].out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("proxy");
@@ -165,6 +256,9 @@ int main(void)
 	tcase_add_test(tc, head_spans);
 	tcase_add_test(tc, head_too_many);
 	tcase_add_loop_test(tc, host_table, 0, (int)(sizeof(hosts) / sizeof(hosts[0])));
+	tcase_add_test(tc, token_places);
+	tcase_add_test(tc, rewrite_hides_the_token);
+	tcase_add_loop_test(tc, target_table, 0, (int)(sizeof(targets) / sizeof(targets[0])));
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,214 @@
+/* Token extraction and the upstream head; see px_rewrite.h. */
+#include "proxy/px_rewrite.h"
+
+#include <string.h>
+#include <strings.h>
+
+/* Hop-by-hop headers (RFC 9110 7.6.1) and the ones the proxy sets itself. */
+static const char *const dropped[] = {
+	"connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
+	"proxy-authorization", "proxy-authenticate", "x-forwarded-for", "x-forwarded-proto",
+	"x-forwarded-host", "forwarded", NULL,
+};
+
+static bool is_dropped(struct px_span name, bool upgrade)
+{
+	for (const char *const *d = dropped; *d; d++)
+		if (px_span_ieq(name, *d))
+			return !(upgrade && strcmp(*d, "upgrade") == 0);
+	return false;
+}
+
+static bool bearer_token(struct px_span v, struct px_span *tok)
+{
+	if (v.n < 7 || strncasecmp(v.p, "Bearer ", 7) != 0)
+		return false;
+	tok->p = v.p + 7;
+	tok->n = v.n - 7;
+	while (tok->n && *tok->p == ' ') {
+		tok->p++;
+		tok->n--;
+	}
+	return tok->n > 4 && strncmp(tok->p, "st1.", 4) == 0;
+}
+
+/* The value of cookie name in a Cookie header value. */
+static bool cookie_get(struct px_span v, const char *name, struct px_span *out)
+{
+	size_t i = 0, nl = strlen(name);
+
+	while (i < v.n) {
+		size_t j = i;
+
+		while (j < v.n && v.p[j] != ';')
+			j++;
+		while (i < j && v.p[i] == ' ')
+			i++;
+		if (j - i > nl && strncmp(v.p + i, name, nl) == 0 && v.p[i + nl] == '=') {
+			out->p = v.p + i + nl + 1;
+			out->n = j - i - nl - 1;
+			return true;
+		}
+		i = j + 1;
+	}
+	return false;
+}
+
+/* The value of query parameter name in a target, undecoded. */
+static bool query_get_span(struct px_span target, const char *name, struct px_span *out)
+{
+	const char *q = memchr(target.p, '?', target.n);
+	size_t nl = strlen(name), i;
+
+	if (!q)
+		return false;
+	i = (size_t)(q - target.p) + 1;
+	while (i <= target.n) {
+		size_t j = i;
+
+		while (j < target.n && target.p[j] != '&' && target.p[j] != '#')
+			j++;
+		if (j - i > nl && strncmp(target.p + i, name, nl) == 0 && target.p[i + nl] == '=') {
+			out->p = target.p + i + nl + 1;
+			out->n = j - i - nl - 1;
+			return true;
+		}
+		if (j < target.n && target.p[j] == '#')
+			break;
+		i = j + 1;
+	}
+	return false;
+}
+
+static enum px_token_from copy(struct px_span s, enum px_token_from from, char *out, size_t len)
+{
+	if (s.n == 0 || s.n >= len)
+		return PX_TOKEN_NONE;
+	memcpy(out, s.p, s.n);
+	out[s.n] = '\0';
+	return from;
+}
+
+enum px_token_from px_token_find(const struct px_head *h, char *out, size_t len)
+{
+	struct px_span t;
+
+	for (size_t i = 0; i < h->nh; i++)
+		if (px_span_ieq(h->h[i].name, "authorization") && bearer_token(h->h[i].value, &t))
+			return copy(t, PX_TOKEN_BEARER, out, len);
+	for (size_t i = 0; i < h->nh; i++)
+		if (px_span_ieq(h->h[i].name, "cookie") && cookie_get(h->h[i].value, PX_COOKIE, &t))
+			return copy(t, PX_TOKEN_COOKIE, out, len);
+	if (query_get_span(h->target, "token", &t))
+		return copy(t, PX_TOKEN_QUERY, out, len);
+	return PX_TOKEN_NONE;
+}
+
+int px_target_without_token(struct px_span target, char *out, size_t len)
+{
+	const char *q = memchr(target.p, '?', target.n);
+	size_t o = 0, i, end = target.n;
+	bool first = true;
+	const char *hash = memchr(target.p, '#', target.n);
+
+	if (hash)
+		end = (size_t)(hash - target.p);
+	if (!q || q > target.p + end) {
+		if (target.n >= len)
+			return -1;
+		memcpy(out, target.p, target.n);
+		out[target.n] = '\0';
+		return 0;
+	}
+	i = (size_t)(q - target.p);
+	if (i >= len)
+		return -1;
+	memcpy(out, target.p, i);
+	o = i;
+	i++;
+	while (i <= end) {
+		size_t j = i;
+
+		while (j < end && target.p[j] != '&')
+			j++;
+		if (j > i && !(j - i >= 6 && strncmp(target.p + i, "token=", 6) == 0)) {
+			if (o + 1 + (j - i) >= len)
+				return -1;
+			out[o++] = first ? '?' : '&';
+			memcpy(out + o, target.p + i, j - i);
+			o += j - i;
+			first = false;
+		}
+		i = j + 1;
+	}
+	if (o + (target.n - end) >= len)
+		return -1;
+	memcpy(out + o, target.p + end, target.n - end);
+	o += target.n - end;
+	out[o] = '\0';
+	return 0;
+}
+
+/* Appends a Cookie header without the proxy's cookie (nothing when that
+ * was the only one). */
+static int cookie_without_ours(struct px_span v, struct buf *out, struct err *e)
+{
+	size_t i = 0, nl = strlen(PX_COOKIE);
+	bool any = false;
+
+	while (i < v.n) {
+		size_t j = i;
+
+		while (j < v.n && v.p[j] != ';')
+			j++;
+		while (i < j && v.p[i] == ' ')
+			i++;
+		if (j > i && !(j - i > nl && strncmp(v.p + i, PX_COOKIE, nl) == 0 && v.p[i + nl] == '=')) {
+			if (buf_appends(out, any ? "; " : "Cookie: ", e) == -1 ||
+			    buf_append(out, v.p + i, j - i, e) == -1)
+				return -1;
+			any = true;
+		}
+		i = j + 1;
+	}
+	return any ? buf_appends(out, "\r\n", e) : 0;
+}
+
+int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct buf *out,
+	       struct err *e)
+{
+	char target[8192];
+	struct px_span t;
+	const struct px_header *host = px_head_get(h, "host");
+
+	if (px_target_without_token(h->target, target, sizeof(target)) == -1)
+		return err_http(e, 414, "the request target is too long");
+	if (buf_append(out, h->method.p, h->method.n, e) == -1 ||
+	    buf_appendf(out, e, " %s HTTP/1.1\r\n", target) == -1)
+		return -1;
+	for (size_t i = 0; i < h->nh; i++) {
+		const struct px_header *x = &h->h[i];
+
+		if (is_dropped(x->name, o->upgrade))
+			continue;
+		if (px_span_ieq(x->name, "authorization") && bearer_token(x->value, &t))
+			continue; /* the sandbox token is the proxy's, not the sandbox's */
+		if (px_span_ieq(x->name, "cookie")) {
+			if (cookie_without_ours(x->value, out, e) == -1)
+				return -1;
+			continue;
+		}
+		if (buf_append(out, x->name.p, x->name.n, e) == -1 || buf_appends(out, ": ", e) == -1 ||
+		    buf_append(out, x->value.p, x->value.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
+			return -1;
+	}
+	if (buf_appendf(out, e, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: %s\r\n",
+			o->client_addr ? o->client_addr : "unknown", o->tls ? "https" : "http") == -1)
+		return -1;
+	if (host && (buf_appends(out, "X-Forwarded-Host: ", e) == -1 ||
+		     buf_append(out, host->value.p, host->value.n, e) == -1 ||
+		     buf_appends(out, "\r\n", e) == -1))
+		return -1;
+	return buf_appends(out, o->upgrade ? "Connection: upgrade\r\n\r\n" : "Connection: keep-alive\r\n\r\n",
+			   e);
+}
