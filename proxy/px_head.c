@@ -129,45 +129,17 @@ static bool te_token(struct px_span t, void *ud)
 		return (code);                                                                     \
 	} while (0)
 
-enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *out,
-				  const char **why)
+/* The header fields from p on and the empty line after them: fills out's
+ * headers, len and the framing facts every message has.  request says
+ * which rules apply (Host is a request header). */
+static enum px_head_result fields(const char *buf, size_t len, size_t p, bool request,
+				  struct px_head *out, const char **why)
 {
-	size_t p = 0, i;
 	long e;
 	const struct px_header *cl = NULL, *te = NULL;
 	struct conn_tokens conn = {0};
 	bool have_upgrade = false;
 
-	memset(out, 0, sizeof(*out));
-	/* request-line = method SP request-target SP HTTP-version CRLF */
-	e = line_end(buf, len, 0);
-	if (e == -1)
-		FAIL(PX_HEAD_PARTIAL, "incomplete request line");
-	if (e == -2)
-		FAIL(PX_HEAD_BAD, "bare CR or LF in the request line");
-	for (i = 0; i < (size_t)e && tchar((unsigned char)buf[i]); i++)
-		;
-	if (i == 0 || i >= (size_t)e || buf[i] != ' ')
-		FAIL(PX_HEAD_BAD, "malformed method");
-	out->method.p = buf;
-	out->method.n = i;
-	p = i + 1;
-	for (i = p; i < (size_t)e && buf[i] != ' '; i++)
-		if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
-			FAIL(PX_HEAD_BAD, "control character in the target");
-	if (i == p || i >= (size_t)e)
-		FAIL(PX_HEAD_BAD, "malformed request target");
-	out->target.p = buf + p;
-	out->target.n = i - p;
-	p = i + 1;
-	if ((size_t)e - p != 8 || strncmp(buf + p, "HTTP/1.", 7) != 0)
-		FAIL(PX_HEAD_BAD, "malformed HTTP version");
-	if (buf[p + 7] != '0' && buf[p + 7] != '1')
-		FAIL(PX_HEAD_UNSUPPORTED, "only HTTP/1.0 and HTTP/1.1");
-	out->minor = buf[p + 7] - '0';
-	p = (size_t)e + 2;
-
-	/* header fields, then an empty line */
 	for (;;) {
 		struct px_header *h;
 		size_t c;
@@ -214,7 +186,7 @@ enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *o
 			if (te)
 				FAIL(PX_HEAD_BAD, "more than one Transfer-Encoding header");
 			te = h;
-		} else if (px_span_ieq(h->name, "host")) {
+		} else if (request && px_span_ieq(h->name, "host")) {
 			if (out->host.p)
 				FAIL(PX_HEAD_BAD, "more than one Host header");
 			out->host = h->value;
@@ -226,8 +198,6 @@ enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *o
 		p = (size_t)e + 2;
 	}
 	out->len = (size_t)e + 2;
-	if (out->minor == 1 && !out->host.p)
-		FAIL(PX_HEAD_BAD, "HTTP/1.1 without Host");
 	if (te) {
 		struct te_tokens t = {0};
 
@@ -243,10 +213,98 @@ enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *o
 		out->body = PX_BODY_CHUNKED;
 	} else if (cl) {
 		out->body = out->content_length ? PX_BODY_LENGTH : PX_BODY_NONE;
+	} else {
+		out->body = request ? PX_BODY_NONE : PX_BODY_CLOSE;
 	}
 	out->keep_alive = out->minor == 1 ? !conn.close : conn.keep && !conn.close;
 	out->upgrade = conn.upgrade && have_upgrade;
 	if (why)
 		*why = NULL;
+	return PX_HEAD_OK;
+}
+
+/* "HTTP/1.x" at buf[p]: sets out->minor.  0, or a result to return. */
+static enum px_head_result version(const char *buf, size_t p, struct px_head *out,
+				   const char **why)
+{
+	if (strncmp(buf + p, "HTTP/1.", 7) != 0)
+		FAIL(PX_HEAD_BAD, "malformed HTTP version");
+	if (buf[p + 7] != '0' && buf[p + 7] != '1')
+		FAIL(PX_HEAD_UNSUPPORTED, "only HTTP/1.0 and HTTP/1.1");
+	out->minor = buf[p + 7] - '0';
+	return PX_HEAD_OK;
+}
+
+enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *out,
+				  const char **why)
+{
+	size_t p = 0, i;
+	long e;
+	enum px_head_result r;
+
+	memset(out, 0, sizeof(*out));
+	/* request-line = method SP request-target SP HTTP-version CRLF */
+	e = line_end(buf, len, 0);
+	if (e == -1)
+		FAIL(PX_HEAD_PARTIAL, "incomplete request line");
+	if (e == -2)
+		FAIL(PX_HEAD_BAD, "bare CR or LF in the request line");
+	for (i = 0; i < (size_t)e && tchar((unsigned char)buf[i]); i++)
+		;
+	if (i == 0 || i >= (size_t)e || buf[i] != ' ')
+		FAIL(PX_HEAD_BAD, "malformed method");
+	out->method.p = buf;
+	out->method.n = i;
+	p = i + 1;
+	for (i = p; i < (size_t)e && buf[i] != ' '; i++)
+		if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
+			FAIL(PX_HEAD_BAD, "control character in the target");
+	if (i == p || i >= (size_t)e)
+		FAIL(PX_HEAD_BAD, "malformed request target");
+	out->target.p = buf + p;
+	out->target.n = i - p;
+	p = i + 1;
+	if ((size_t)e - p != 8)
+		FAIL(PX_HEAD_BAD, "malformed HTTP version");
+	if ((r = version(buf, p, out, why)) != PX_HEAD_OK)
+		return r;
+	out->start.p = buf;
+	out->start.n = (size_t)e;
+	if ((r = fields(buf, len, (size_t)e + 2, true, out, why)) != PX_HEAD_OK)
+		return r;
+	if (out->minor == 1 && !out->host.p)
+		FAIL(PX_HEAD_BAD, "HTTP/1.1 without Host");
+	return PX_HEAD_OK;
+}
+
+enum px_head_result px_resp_parse(const char *buf, size_t len, bool head_request,
+				  struct px_head *out, const char **why)
+{
+	long e;
+	enum px_head_result r;
+
+	memset(out, 0, sizeof(*out));
+	/* status-line = HTTP-version SP 3DIGIT SP [ reason-phrase ] CRLF */
+	e = line_end(buf, len, 0);
+	if (e == -1)
+		FAIL(PX_HEAD_PARTIAL, "incomplete status line");
+	if (e == -2)
+		FAIL(PX_HEAD_BAD, "bare CR or LF in the status line");
+	if (e < 12 || buf[8] != ' ' || (e > 12 && buf[12] != ' ') || buf[9] < '1' || buf[9] > '5' ||
+	    buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9')
+		FAIL(PX_HEAD_BAD, "malformed status line");
+	if ((r = version(buf, 0, out, why)) != PX_HEAD_OK)
+		return r;
+	for (long i = 13; i < e; i++)
+		if (!vchar((unsigned char)buf[i]))
+			FAIL(PX_HEAD_BAD, "control character in the reason phrase");
+	out->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+	out->start.p = buf;
+	out->start.n = (size_t)e;
+	if ((r = fields(buf, len, (size_t)e + 2, false, out, why)) != PX_HEAD_OK)
+		return r;
+	/* RFC 9112 6.3: these have no body whatever their headers say. */
+	if (head_request || out->status < 200 || out->status == 204 || out->status == 304)
+		out->body = PX_BODY_NONE;
 	return PX_HEAD_OK;
 }

@@ -25,10 +25,17 @@ struct px_header {
 	struct px_span name, value; /* value without surrounding spaces/tabs */
 };
 
-enum px_body { PX_BODY_NONE, PX_BODY_LENGTH, PX_BODY_CHUNKED };
+enum px_body {
+	PX_BODY_NONE,
+	PX_BODY_LENGTH,
+	PX_BODY_CHUNKED,
+	PX_BODY_CLOSE, /* responses only: the body ends when the server closes */
+};
 
 struct px_head {
-	struct px_span method, target;
+	struct px_span start;      /* the request or status line, without CRLF */
+	struct px_span method, target; /* requests */
+	int status;                /* responses: 100..599 */
 	int minor;                 /* HTTP/1.<minor>: 0 or 1 */
 	size_t len;                /* bytes of the head, CRLFCRLF included */
 	struct px_header h[PX_HEAD_MAX_HEADERS];
@@ -53,6 +60,13 @@ enum px_head_result {
  * results, for the error page and the log. */
 enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *out,
 				  const char **why);
+/* Parses a response head at the start of buf[0..len), as strictly as
+ * requests (a sandbox's server is no more trusted than a client).  The
+ * framing in out->body already applies RFC 9112 6.3: a response to HEAD,
+ * a 1xx, 204 or 304 has none; without Content-Length or chunked, the body
+ * runs until the server closes (PX_BODY_CLOSE). */
+enum px_head_result px_resp_parse(const char *buf, size_t len, bool head_request,
+				  struct px_head *out, const char **why);
 /* The first header called name (case-insensitive), or NULL. */
 const struct px_header *px_head_get(const struct px_head *h, const char *name);
 /* True when span s equals the NUL-terminated t, case-insensitively. */

@@ -1,6 +1,7 @@
 /* Token extraction and the upstream head; see px_rewrite.h. */
 #include "proxy/px_rewrite.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -174,6 +175,52 @@ static int cookie_without_ours(struct px_span v, struct buf *out, struct err *e)
 	return any ? buf_appends(out, "\r\n", e) : 0;
 }
 
+/* Appends "name=value" (param) to target's query unless a parameter of
+ * that name is there already.  0, or -1 when it does not fit. */
+static int add_param(char *target, size_t cap, const char *param)
+{
+	const char *eq = strchr(param, '=');
+	size_t nl = eq ? (size_t)(eq - param) : strlen(param), n = strlen(target);
+	char *q = strchr(target, '?'), *hash = strchr(target, '#');
+	int w;
+
+	if (hash)
+		return 0; /* clients do not send fragments; leave such a target alone */
+	for (char *s = q; s && *s;) {
+		s++;
+		if (strncmp(s, param, nl) == 0 && (s[nl] == '=' || s[nl] == '&' || !s[nl]))
+			return 0;
+		s = strchr(s, '&');
+	}
+	w = snprintf(target + n, cap - n, "%s%s", q ? (q[1] ? "&" : "") : "?", param);
+	return w < 0 || (size_t)w >= cap - n ? -1 : 0;
+}
+
+/* Response headers the proxy does not pass on: hop-by-hop ones. */
+static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection", NULL};
+
+int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, struct buf *out,
+		    struct err *e)
+{
+	if (buf_append(out, h->start.p, h->start.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
+		return -1;
+	for (size_t i = 0; i < h->nh; i++) {
+		const struct px_header *x = &h->h[i];
+		bool drop = false;
+
+		for (const char *const *d = resp_dropped; *d && !drop; d++)
+			drop = px_span_ieq(x->name, *d);
+		if (drop)
+			continue;
+		if (buf_append(out, x->name.p, x->name.n, e) == -1 || buf_appends(out, ": ", e) == -1 ||
+		    buf_append(out, x->value.p, x->value.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
+			return -1;
+	}
+	if (!keep_alive)
+		return buf_appends(out, "Connection: close\r\n\r\n", e);
+	return buf_appends(out, client_minor == 0 ? "Connection: keep-alive\r\n\r\n" : "\r\n", e);
+}
+
 int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct buf *out,
 	       struct err *e)
 {
@@ -181,7 +228,15 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 	struct px_span t;
 	const struct px_header *host = px_head_get(h, "host");
 
-	if (px_target_without_token(h->target, target, sizeof(target)) == -1)
+	if (o->keep_token) {
+		if (h->target.n >= sizeof(target))
+			return err_http(e, 414, "the request target is too long");
+		memcpy(target, h->target.p, h->target.n);
+		target[h->target.n] = '\0';
+	} else if (px_target_without_token(h->target, target, sizeof(target)) == -1) {
+		return err_http(e, 414, "the request target is too long");
+	}
+	if (o->add_query && add_param(target, sizeof(target), o->add_query) == -1)
 		return err_http(e, 414, "the request target is too long");
 	if (buf_append(out, h->method.p, h->method.n, e) == -1 ||
 	    buf_appendf(out, e, " %s HTTP/1.1\r\n", target) == -1)
@@ -191,9 +246,10 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 
 		if (is_dropped(x->name, o->upgrade))
 			continue;
-		if (px_span_ieq(x->name, "authorization") && bearer_token(x->value, &t))
+		if (!o->keep_token && px_span_ieq(x->name, "authorization") &&
+		    bearer_token(x->value, &t))
 			continue; /* the sandbox token is the proxy's, not the sandbox's */
-		if (px_span_ieq(x->name, "cookie")) {
+		if (!o->keep_token && px_span_ieq(x->name, "cookie")) {
 			if (cookie_without_ours(x->value, out, e) == -1)
 				return -1;
 			continue;

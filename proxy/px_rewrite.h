@@ -25,12 +25,20 @@ struct px_rewrite_opts {
 	const char *client_addr; /* the peer's address, for X-Forwarded-For */
 	bool tls;                /* the client came over HTTPS (X-Forwarded-Proto) */
 	bool upgrade;            /* pass Connection: upgrade and Upgrade on (WebSocket) */
+	bool keep_token;         /* forwarding to the owning node's proxy, which checks it */
+	const char *add_query;   /* "name=value" appended to the query unless name is there */
 };
 
 /* Appends the upstream head for h to out (request line, headers, CRLF).
  * 0, or -1 with e set (out full: 431 for the caller). */
 int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct buf *out,
 	       struct err *e);
+/* Appends the head sent to the client for the response head h: as the
+ * server sent it but without hop-by-hop headers, with `Connection: close`
+ * when keep_alive is false (and `Connection: keep-alive` for an HTTP/1.0
+ * client that keeps it).  0, or -1 with e set. */
+int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, struct buf *out,
+		    struct err *e);
 /* The target without its `token` query parameter, into out (for the
  * redirect after a query token).  0, or -1 when it does not fit. */
 int px_target_without_token(struct px_span target, char *out, size_t len);
