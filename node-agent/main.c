@@ -58,6 +58,8 @@ static const struct cfg_opt opts[] = {
 	{"max-sandboxes", CFG_INT, "0",
 	 "most sandboxes this node holds at once, warm members too (0: no limit)"},
 	{"portal", CFG_STR, "", "the portal's URL: heartbeat to it (empty: none)"},
+	{"proxy-domain", CFG_STR, "cloche.localhost",
+	 "the proxy's domain: the sandbox's servers accept *.<domain> as their Host"},
 	{"node-name", CFG_STR, NULL, "this node's name at the portal (default: the host name)"},
 	{"advertise-url", CFG_STR, NULL,
 	 "the node API's URL as the portal should call it (default http://LISTEN:PORT)"},
@@ -632,6 +634,7 @@ int main(int argc, char **argv)
 		die("bad configuration", &e);
 	}
 	no.max_sandboxes = (int)cfg_int(c, "max-sandboxes");
+	no.proxy_domain = cfg_str(c, "proxy-domain");
 	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
 		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
 		die("bad configuration", &e);

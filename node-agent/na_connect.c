@@ -115,9 +115,27 @@ static void serve(struct na_connect *c, int fd)
 		answer(fd, 403, "only root may connect into sandboxes");
 		return;
 	}
-	if (read_line(fd, line, sizeof(line)) == -1 ||
-	    sscanf(line, "CONNECT %39s %d %c", id, &port, &extra) != 2) {
-		answer(fd, 400, "send one line: CONNECT <id> <port>");
+	if (read_line(fd, line, sizeof(line)) == -1) {
+		answer(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
+		return;
+	}
+	if (sscanf(line, "SECRET %39s %c", id, &extra) == 1) {
+		/* The proxy supplies the desktop's VNC secret itself, so the
+		 * noVNC link from acquire opens it in one click. */
+		char secret[64], ok[80];
+
+		if (!na_valid_id(id) || !na_node_secret(c->node, id, secret, sizeof(secret))) {
+			answer(fd, 404, "no such sandbox");
+			return;
+		}
+		snprintf(ok, sizeof(ok), "OK %s\n", secret);
+		(void)send(fd, ok, strlen(ok), MSG_NOSIGNAL);
+		explicit_bzero(secret, sizeof(secret));
+		explicit_bzero(ok, sizeof(ok));
+		return;
+	}
+	if (sscanf(line, "CONNECT %39s %d %c", id, &port, &extra) != 2) {
+		answer(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
 		return;
 	}
 	if (port < 1 || port > 65535 || !na_valid_id(id)) {

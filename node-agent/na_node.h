@@ -47,6 +47,7 @@ struct na_warm {
 struct na_node {
 	char pool[1024];
 	char runsc_root[1024];
+	char proxy_domain[256];
 	char template_name[128];
 	struct na_egress *egress;
 	pthread_mutex_t mu;

@@ -96,6 +96,8 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	}
 	snprintf(n->pool, sizeof(n->pool), "%s", o->pool);
 	snprintf(n->runsc_root, sizeof(n->runsc_root), "%s", o->runsc_root);
+	snprintf(n->proxy_domain, sizeof(n->proxy_domain), "%s",
+		 o->proxy_domain ? o->proxy_domain : "");
 	snprintf(n->template_name, sizeof(n->template_name), "%s", o->template_name);
 	n->egress = o->egress;
 	n->max_sandboxes = o->max_sandboxes;
@@ -585,7 +587,7 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	}
 	if (na_btrfs_snapshot(tpl, rootfs, e) == -1 || na_netns_create(id, e) == -1 ||
 	    apply_egress(n, id, &copy.egress, e) == -1 ||
-	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, e) == -1 ||
+	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, n->proxy_domain, e) == -1 ||
 	    write_meta(n, &copy, e) == -1)
 		goto fail;
 	t_run = util_now_ms();
@@ -904,6 +906,18 @@ bool na_node_state(struct na_node *n, const char *id, char *out, size_t len)
 	s = na_find_locked(n, id);
 	if (s)
 		snprintf(out, len, "%s", s->state);
+	pthread_mutex_unlock(&n->mu);
+	return s != NULL;
+}
+
+bool na_node_secret(struct na_node *n, const char *id, char *out, size_t len)
+{
+	struct na_sb *s;
+
+	pthread_mutex_lock(&n->mu);
+	s = na_find_locked(n, id);
+	if (s)
+		snprintf(out, len, "%s", s->vnc_secret);
 	pthread_mutex_unlock(&n->mu);
 	return s != NULL;
 }

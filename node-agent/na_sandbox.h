@@ -26,6 +26,7 @@ struct na_node_opts {
 	const char *warm;          /* warm pool targets "name=N[,name=N...]"; NULL or "" none */
 	struct na_egress *egress;  /* the egress proxy engine (not owned) */
 	int max_sandboxes;         /* most sandboxes held at once (warm members too); 0: no limit */
+	const char *proxy_domain;  /* the proxy's domain: its names are the sandbox's own */
 };
 
 /* Creates the node (copies opts) and makes pool/sandboxes and the runsc
@@ -122,6 +123,9 @@ int na_node_import_template(struct na_node *n, const char *file, char *name_out,
 
 /* The state of sandbox id ("ready", ...) into out; false when unknown. */
 bool na_node_state(struct na_node *n, const char *id, char *out, size_t len);
+/* Copies the VNC secret of sandbox id ("" for one without) into out.
+ * False when there is no such sandbox. */
+bool na_node_secret(struct na_node *n, const char *id, char *out, size_t len);
 
 /* JSON views (new references, NULL when absent). */
 json_t *na_node_get_json(struct na_node *n, const char *id);

@@ -70,9 +70,10 @@ static json_t *tmpfs(const char *dst, const char *mode)
 }
 
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
-		  const struct na_limits *lim, const char *vnc_secret, struct err *e)
+		  const struct na_limits *lim, const char *vnc_secret, const char *proxy_domain,
+		  struct err *e)
 {
-	char ns[128], envid[96], envres[64], envvnc[128], path[4096];
+	char ns[128], envid[96], envres[64], envvnc[128], envhosts[300], path[4096];
 	long long reserve = na_spec_reserve_mb(lim->memory_mb);
 	AUTOJSON json_t *spec = NULL;
 	long long quota = (long long)(lim->cpus * NA_CPU_PERIOD);
@@ -82,11 +83,13 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 	snprintf(envres, sizeof(envres), "CLOCHE_MEMORY_RESERVE_MB=%lld", reserve);
 	/* Read by cloche-init as root and handed to cloche-vnc only. */
 	snprintf(envvnc, sizeof(envvnc), "CLOCHE_VNC_SECRET=%s", vnc_secret ? vnc_secret : "");
+	snprintf(envhosts, sizeof(envhosts), "CLOCHE_PROXY_HOSTS=%s%.256s",
+		 proxy_domain && *proxy_domain ? "*." : "", proxy_domain ? proxy_domain : "");
 	if (quota < 1000)
 		quota = 1000;
 	spec = json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
-		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s,s,s],"
+		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s,s,s,s],"
 		"    s:{s:o, s:o, s:o}, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}], s:b},"
 		" s:[{s:s,s:s,s:s}, {s:s,s:s,s:s}, {s:s,s:s,s:s,s:[s,s,s,s]}, o, o, o],"
 		" s:{s:[{s:s},{s:s,s:s},{s:s},{s:s},{s:s}],"
@@ -97,7 +100,7 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		"process", "terminal", 0, "user", "uid", 0, "gid", 0,
 		"args", "/opt/cloche/bin/cloche-init", "cwd", "/",
 		"env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", envid,
-		envres, envvnc, "SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800",
+		envres, envvnc, envhosts, "SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800",
 		"capabilities", "bounding", caps(), "effective", caps(), "permitted", caps(),
 		"rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024,
 		"type", "RLIMIT_NPROC", "hard", (json_int_t)lim->pids, "soft", (json_int_t)lim->pids,

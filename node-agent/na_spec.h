@@ -29,10 +29,14 @@ long long na_spec_host_pids(long long pids);
 
 /* Writes bundle_dir/config.json for sandbox id with rootfs as its root,
  * cloche-init as process, the S-<id> netns and the given limits; a
- * non-empty vnc_secret goes to the guest as CLOCHE_VNC_SECRET.  The file is
- * written to a temporary name and renamed.  0 or -1 with e set. */
+ * non-empty vnc_secret goes to the guest as CLOCHE_VNC_SECRET, a non-empty
+ * proxy_domain as CLOCHE_PROXY_HOSTS=*.<domain> (the names the sandbox's
+ * servers accept besides localhost: requests come through the proxy with
+ * their Host kept).  The file is written to a temporary name and renamed.
+ * 0 or -1 with e set. */
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
-		  const struct na_limits *lim, const char *vnc_secret, struct err *e);
+		  const struct na_limits *lim, const char *vnc_secret, const char *proxy_domain,
+		  struct err *e);
 
 /* Writes v to path atomically for a crash of the agent: path.tmp, then
  * rename (no fsync: see na_spec.c).  0 or -1. */

@@ -522,6 +522,153 @@ static void h_heartbeat(void *ud, const struct hsrv_req *req, struct hsrv_resp *
 	json_decref(body);
 }
 
+/* ---- what proxies ask: routes, the change feed, activity ---- */
+
+static bool node_caller(struct pt_portal *p, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	char h[320];
+
+	if (hsrv_req_header(req, "authorization", h, sizeof(h)) <= 0 ||
+	    !pt_auth_node(h, p->cfg.node_cred, p->cfg.node_cred_len)) {
+		fail(resp, 401, "a valid node credential is required");
+		return false;
+	}
+	return true;
+}
+
+/* GET /sbv1/routes?after=SEQ: the sandboxes whose state changed since. */
+static void h_routes(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct err e = ERR_INIT;
+	char v[32];
+	long long after = -1, seq = 0;
+	json_t *ids;
+
+	if (!node_caller(p, req, resp))
+		return;
+	if (strcmp(req->method, "GET") != 0) {
+		fail(resp, 405, "GET only");
+		return;
+	}
+	if (query_get(req->query, "after", v, sizeof(v)) > 0)
+		after = strtoll(v, NULL, 10);
+	ids = json_array();
+	if (pt_store_changes(p->st, after, &seq, ids, &e) == -1) {
+		json_decref(ids);
+		pt_resp_err(resp, &e);
+		return;
+	}
+	hsrv_resp_json(resp, 200, json_pack("{s:I, s:o}", "seq", (json_int_t)seq, "changed", ids));
+}
+
+/* POST /sbv1/routes/activity: a proxy's batch; also tells where it is. */
+static void route_activity(struct pt_portal *p, const struct hsrv_req *req,
+			   struct hsrv_resp *resp)
+{
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = cj_parse(req->body, req->body_len, 4u << 20, CJ_MAX_DEPTH, &e);
+	const char *node = NULL, *proxy = "";
+	json_t *arr, *it;
+	const char **ids = NULL;
+	long long *at = NULL, now = pt_now_ms();
+	size_t i, n = 0;
+
+	if (!body || json_unpack(body, "{s:s, s?s, s:o}", "node", &node, "proxy", &proxy,
+				 "sandboxes", &arr) != 0 ||
+	    !json_is_array(arr)) {
+		fail(resp, 400, "want {node, proxy, sandboxes: [...]}");
+		return;
+	}
+	{
+		struct pt_node *nd = pt_nodes_get(p, node);
+
+		if (nd && strlen(proxy) < sizeof(nd->proxy))
+			snprintf(nd->proxy, sizeof(nd->proxy), "%s", proxy);
+	}
+	ids = calloc(json_array_size(arr) + 1, sizeof(*ids));
+	at = calloc(json_array_size(arr) + 1, sizeof(*at));
+	if (!ids || !at) {
+		free(ids);
+		free(at);
+		fail(resp, 503, "out of memory");
+		return;
+	}
+	json_array_foreach(arr, i, it) {
+		const char *id = NULL;
+		json_int_t idle = 0;
+
+		if (json_unpack(it, "{s:s, s?I}", "id", &id, "idle_ms", &idle) != 0 || idle < 0)
+			continue;
+		ids[n] = id;
+		at[n++] = now - idle;
+	}
+	if (pt_store_activity(p->st, ids, at, n, &e) == -1)
+		pt_resp_err(resp, &e);
+	else
+		hsrv_resp_json(resp, 200, json_pack("{s:i}", "recorded", (int)n));
+	free(ids);
+	free(at);
+}
+
+/* GET /sbv1/routes/{id}: where a sandbox is, for a proxy;
+ * POST /sbv1/routes/{id}/wake: a proxy holds a request for it;
+ * POST /sbv1/routes/activity. */
+static void h_route(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	const char *rest = req->path + strlen("/sbv1/routes/");
+	char id[40];
+	size_t idlen = strcspn(rest, "/");
+	bool wake = strcmp(rest + idlen, "/wake") == 0;
+	struct pt_sb sb;
+	struct err e = ERR_INIT;
+	struct pt_node *n;
+
+	if (!node_caller(p, req, resp))
+		return;
+	if (strcmp(rest, "activity") == 0) {
+		if (strcmp(req->method, "POST") != 0)
+			fail(resp, 405, "POST only");
+		else
+			route_activity(p, req, resp);
+		return;
+	}
+	if (idlen == 0 || idlen >= sizeof(id) || (rest[idlen] && !wake)) {
+		fail(resp, 404, "no such route");
+		return;
+	}
+	if (strcmp(req->method, wake ? "POST" : "GET") != 0) {
+		fail(resp, 405, wake ? "POST only" : "GET only");
+		return;
+	}
+	memcpy(id, rest, idlen);
+	id[idlen] = '\0';
+	memset(&sb, 0, sizeof(sb));
+	if (pt_store_sb_get(p->st, id, &sb, &e) == -1) {
+		pt_resp_err(resp, &e);
+		return;
+	}
+	if (wake) {
+		char msg[128];
+
+		/* Hibernation comes with the checkpoint work; until then no
+		 * sandbox is ever hibernated, and a wake has nothing to do. */
+		snprintf(msg, sizeof(msg), "sandbox `%s` is %s, not hibernated", sb.id,
+			 pt_state_name(sb.state));
+		fail(resp, 409, msg);
+		pt_sb_clear(&sb);
+		return;
+	}
+	n = sb.node[0] ? pt_nodes_find(p, sb.node) : NULL;
+	hsrv_resp_json(resp, 200,
+		       json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "id", sb.id, "state",
+				 pt_state_name(sb.state), "node", sb.node[0] ? sb.node : NULL,
+				 "node_sandbox_id", sb.node_sid[0] ? sb.node_sid : NULL, "proxy",
+				 n && n->proxy[0] ? n->proxy : NULL));
+	pt_sb_clear(&sb);
+}
+
 static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
@@ -693,6 +840,8 @@ int pt_api_routes(struct pt_portal *p, struct err *e)
 		{"GET", "/sbv1/templates", h_templates},
 		{NULL, "/sbv1/keys", h_keys},
 		{NULL, "/sbv1/keys/*", h_key},
+		{NULL, "/sbv1/routes", h_routes},
+		{NULL, "/sbv1/routes/*", h_route},
 	};
 
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)

@@ -52,6 +52,7 @@ struct pt_node {
 	int inflight;          /* creates the portal sent and that have not answered */
 	bool full;             /* it answered 503 full: no new creates until it heartbeats */
 	long long inflight_mb;
+	char proxy[128];       /* its proxy's address, as the proxy last reported it */
 };
 
 struct pt_waiter;

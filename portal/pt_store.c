@@ -38,6 +38,8 @@ static const char *const migrations[] = {
 	"CREATE INDEX sandbox_labels_kv ON sandbox_labels (key, value);"
 	"CREATE TABLE events (sandbox TEXT NOT NULL, at BIGINT NOT NULL, seq BIGINT NOT NULL,"
 	" from_state TEXT, to_state TEXT NOT NULL, reason TEXT, PRIMARY KEY (sandbox, seq));",
+	/* 1 -> 2: when a proxy last carried traffic of the sandbox */
+	"ALTER TABLE sandboxes ADD COLUMN last_activity_at BIGINT;",
 };
 
 long long pt_now_ms(void)
@@ -258,7 +260,7 @@ void pt_sb_clear(struct pt_sb *sb)
 #define SB_COLS                                                                            \
 	"id, owner, state, template, node, node_sid, ttl, persist, memory_mb, cpus, pids,"  \
 	" egress, labels, metadata, idem_key, reason, created_at, updated_at, ready_at,"   \
-	" expires_at"
+	" expires_at, last_activity_at"
 
 static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 {
@@ -288,6 +290,7 @@ static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 	sb->updated_at = sqlite3_column_int64(s, 17);
 	sb->ready_at = sqlite3_column_int64(s, 18);
 	sb->expires_at = sqlite3_column_int64(s, 19);
+	sb->last_activity_at = sqlite3_column_int64(s, 20);
 }
 
 static int add_event(struct pt_store *st, const char *id, long long at, const char *from,
@@ -363,7 +366,7 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
 		AUTOSTMT sqlite3_stmt *s = prep(
 			st->wr,
 			"INSERT INTO sandboxes (" SB_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
 			e);
 		if (s) {
 			bind_text(s, 1, sb->id);
@@ -743,4 +746,58 @@ int pt_store_node_list(struct pt_store *st,
 		fn((const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
 		   (const char *)sqlite3_column_text(s, 2), sqlite3_column_int64(s, 3), ud);
 	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "list nodes");
+}
+
+int pt_store_changes(struct pt_store *st, long long after, long long *seq, json_t *ids,
+		     struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *m = prep(st->rd, "SELECT COALESCE(MAX(rowid), 0) FROM events", e);
+	AUTOSTMT sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (!m)
+		return -1;
+	if (sqlite3_step(m) != SQLITE_ROW)
+		return db_err(e, st->rd, "read the change feed");
+	*seq = sqlite3_column_int64(m, 0);
+	if (after < 0 || after >= *seq)
+		return 0;
+	s = prep(st->rd,
+		 "SELECT DISTINCT sandbox FROM events WHERE rowid > ? AND rowid <= ? LIMIT 10000", e);
+	if (!s)
+		return -1;
+	sqlite3_bind_int64(s, 1, after);
+	sqlite3_bind_int64(s, 2, *seq);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		json_array_append_new(ids, json_string((const char *)sqlite3_column_text(s, 0)));
+	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "read the change feed");
+}
+
+int pt_store_activity(struct pt_store *st, const char *const *ids, const long long *at, size_t n,
+		      struct err *e)
+{
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
+		return -1;
+	{
+		AUTOSTMT sqlite3_stmt *s = prep(
+			st->wr,
+			"UPDATE sandboxes SET last_activity_at = MAX(COALESCE(last_activity_at, 0), ?)"
+			" WHERE id = ?",
+			e);
+
+		if (!s)
+			rc = -1;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			sqlite3_reset(s);
+			sqlite3_bind_int64(s, 1, at[i]);
+			bind_text(s, 2, ids[i]);
+			if (sqlite3_step(s) != SQLITE_DONE)
+				rc = db_err(e, st->wr, "record activity");
+		}
+	}
+	return commit_or_rollback(st, rc, e);
 }

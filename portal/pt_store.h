@@ -40,6 +40,7 @@ struct pt_sb {
 	char idem_key[136];    /* "" when none */
 	char reason[512];
 	long long created_at, updated_at, ready_at, expires_at; /* ms since the epoch; 0 = unset */
+	long long last_activity_at; /* a proxy last carried its traffic; 0 = never */
 };
 
 void pt_sb_clear(struct pt_sb *sb);
@@ -127,6 +128,15 @@ int pt_store_node_list(struct pt_store *st,
 		       void *ud, struct err *e);
 
 /* Wall clock in ms since the epoch. */
+/* The change feed of routes: *seq gets the newest event's number, and ids
+ * (a JSON array) the sandboxes with events after `after` (none when after
+ * is negative: a reader's first call only learns where the feed is). */
+int pt_store_changes(struct pt_store *st, long long after, long long *seq, json_t *ids,
+		     struct err *e);
+/* Records proxied traffic: sandbox ids[i] was active at at[i] (ms), in one
+ * transaction.  0 or -1. */
+int pt_store_activity(struct pt_store *st, const char *const *ids, const long long *at, size_t n,
+		      struct err *e);
 long long pt_now_ms(void);
 /* RFC 3339 UTC with milliseconds of ms since the epoch, into out (>= 32). */
 void pt_time_str(long long ms, char *out, size_t len);

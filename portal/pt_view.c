@@ -123,6 +123,7 @@ json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_
 		json_object_set_new(v, "token", json_string(tok));
 	if (sb->reason[0])
 		json_object_set_new(v, "reason", json_string(sb->reason));
+	json_object_set_new(v, "last_activity_at", time_or_null(sb->last_activity_at));
 	return v;
 }
 

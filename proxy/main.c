@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 static const struct cfg_opt opts[] = {
-	{"listen", CFG_STR, "127.0.0.1", "address to serve sandboxes on"},
+	{"listen", CFG_STR, "127.0.0.1", "addresses to serve sandboxes on (comma-separated)"},
 	{"port", CFG_INT, "80", "port to serve sandboxes on"},
 	{"domain", CFG_STR, "cloche.localhost", "sandbox names are {port}-{id}.<domain>"},
-	{"admin-listen", CFG_STR, "127.0.0.1", "address of the admin endpoints"},
+	{"admin-listen", CFG_STR, "127.0.0.1", "addresses of the admin endpoints (comma-separated)"},
 	{"admin-port", CFG_INT, "7081", "port of the admin endpoints (0: none)"},
 	{"workers", CFG_INT, "0", "event-loop threads (0: one per CPU)"},
 	{"portal", CFG_STR, "", "portal URL (none: every sandbox is taken to be on this node)"},
@@ -230,7 +230,8 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&p->addr_mu, NULL);
 
 	gethostname(host, sizeof(host) - 1);
-	snprintf(advertise, sizeof(advertise), "%s:%d", p->s.listen, p->s.port);
+	snprintf(advertise, sizeof(advertise), "%.*s:%d", (int)strcspn(p->s.listen, ","),
+		 p->s.listen, p->s.port);
 	rc.portal = cfg_str(c, "portal");
 	rc.credential = p->s.credential;
 	rc.node_name = cfg_str(c, "node-name") ? cfg_str(c, "node-name") : host;

@@ -652,7 +652,7 @@ static int up_new(struct px_conn *c, const struct px_rt_view *v, struct err *e)
 	if (v->kind == PX_RT_LOCAL) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		char line[96];
-		int n = snprintf(line, sizeof(line), "CONNECT %s %d\n", c->route.id, c->route.port);
+		int n = snprintf(line, sizeof(line), "CONNECT %s %d\n", v->sid, c->route.port);
 
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->p->s.node_socket);

@@ -179,6 +179,7 @@ void px_rt_view(struct px_routes *r, struct px_rt *rt, struct px_rt_view *out)
 	pthread_mutex_lock(&r->mu);
 	out->kind = rt->kind;
 	memcpy(out->addr, rt->addr, sizeof(out->addr));
+	memcpy(out->sid, rt->sid, sizeof(out->sid));
 	memcpy(out->state, rt->state, sizeof(out->state));
 	memcpy(out->why, rt->why, sizeof(out->why));
 	memcpy(out->vnc_secret, rt->vnc_secret, sizeof(out->vnc_secret));
@@ -266,7 +267,7 @@ static int node_secret(struct px_routes *r, const char *id, char *out, size_t le
 struct answer {
 	char id[40];
 	enum px_rt_kind kind;
-	char addr[64], state[16], why[160], secret[64];
+	char addr[64], sid[40], state[16], why[160], secret[64];
 	bool woke;
 };
 
@@ -299,10 +300,11 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 	struct http_json_opts o = {.timeout_ms = PORTAL_TIMEOUT_MS, .headers = hdrs};
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *j = NULL;
-	const char *state = "", *node = "", *proxy = "";
+	const char *state = "", *node = "", *proxy = "", *sid = "";
 	int st;
 
 	a->woke = woke;
+	snprintf(a->sid, sizeof(a->sid), "%s", a->id);
 	if (!have_portal(r)) {
 		a->kind = PX_RT_LOCAL;
 		snprintf(a->state, sizeof(a->state), "ready");
@@ -323,6 +325,9 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 		cj_get_str(j, "state", "", &state, NULL);
 		cj_get_str(j, "node", "", &node, NULL);
 		cj_get_str(j, "proxy", "", &proxy, NULL);
+		cj_get_str(j, "node_sandbox_id", "", &sid, NULL);
+		if (*sid)
+			snprintf(a->sid, sizeof(a->sid), "%s", sid);
 		snprintf(a->state, sizeof(a->state), "%s", state);
 		if (strcmp(state, "ready") == 0) {
 			if (strcmp(node, r->cfg.node_name) == 0) {
@@ -350,7 +355,7 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 		}
 	}
 	if (a->kind == PX_RT_LOCAL && !a->secret[0]) {
-		int s = node_secret(r, a->id, a->secret, sizeof(a->secret), &e);
+		int s = node_secret(r, a->sid, a->secret, sizeof(a->secret), &e);
 
 		if (s == 0) {
 			a->kind = have_portal(r) ? PX_RT_FAIL : PX_RT_GONE;
@@ -480,7 +485,10 @@ static void *resolver(void *arg)
 				if (rt->queued) {
 					memset(&batch[n], 0, sizeof(batch[n]));
 					snprintf(batch[n].id, sizeof(batch[n].id), "%s", rt->id);
-					memcpy(batch[n].secret, rt->vnc_secret, sizeof(batch[n].secret));
+					/* the secret is the node's: keep it while the sandbox stays */
+					if (rt->kind == PX_RT_LOCAL)
+						memcpy(batch[n].secret, rt->vnc_secret,
+						       sizeof(batch[n].secret));
 					batch[n].woke = rt->woke;
 					n++;
 				}
@@ -510,6 +518,7 @@ static void *resolver(void *arg)
 					if (strcmp(rt->id, batch[i].id) == 0 && rt->kind != PX_RT_TCP) {
 						rt->kind = batch[i].kind;
 						memcpy(rt->addr, batch[i].addr, sizeof(rt->addr));
+						memcpy(rt->sid, batch[i].sid, sizeof(rt->sid));
 						memcpy(rt->state, batch[i].state, sizeof(rt->state));
 						memcpy(rt->why, batch[i].why, sizeof(rt->why));
 						memcpy(rt->vnc_secret, batch[i].secret,

@@ -37,6 +37,7 @@ struct px_rt {
 	/* Under the table's lock: */
 	enum px_rt_kind kind;
 	char addr[64];          /* host:port for TCP and REMOTE */
+	char sid[40];           /* LOCAL: the node agent's id of the sandbox */
 	char state[16];         /* the portal's state name, for messages */
 	char why[160];          /* for FAIL and GONE */
 	char vnc_secret[64];    /* LOCAL: the sandbox's VNC secret, "" when unknown */
@@ -89,7 +90,7 @@ void px_rt_ref(struct px_routes *r, struct px_rt *rt);
 /* A copy of the entry's answer, taken under the lock. */
 struct px_rt_view {
 	enum px_rt_kind kind;
-	char addr[64], state[16], why[160], vnc_secret[64];
+	char addr[64], sid[40], state[16], why[160], vnc_secret[64];
 };
 void px_rt_view(struct px_routes *r, struct px_rt *rt, struct px_rt_view *out);
 /* The answer is wrong (the node said the sandbox is not there): ask again. */

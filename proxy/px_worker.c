@@ -210,6 +210,42 @@ static int listener(const char *addr, int port, struct err *e)
 	return take_fd(&fd);
 }
 
+/* Opens one listener per comma-separated address of list. */
+static int listen_all(struct px_worker *w, const char *list, int port, bool admin, struct err *e)
+{
+	char copy[512], *save = NULL;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (char *a = strtok_r(copy, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+		struct px_listen *l;
+
+		if (w->nls == PX_MAX_LISTEN)
+			return err_set(e, 0, "more than %d listen addresses", PX_MAX_LISTEN);
+		l = &w->ls[w->nls];
+		l->fd = listener(a, port, e);
+		if (l->fd == -1)
+			return -1;
+		l->ev.kind = admin ? PX_EV_ADMIN_LISTEN : PX_EV_LISTEN;
+		l->admin = admin;
+		w->nls++;
+		ev.data.ptr = l;
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, l->fd, &ev) == -1)
+			return err_set(e, errno, "epoll");
+	}
+	return 0;
+}
+
+static void close_listeners(struct px_worker *w)
+{
+	for (int i = 0; i < w->nls; i++)
+		if (w->ls[i].fd >= 0)
+			close(w->ls[i].fd);
+	w->nls = 0;
+	w->closing = true;
+	w->drain_deadline = w->now + (uint64_t)w->p->s.drain_timeout_ms;
+}
+
 struct px_worker *px_worker_new(struct px_proxy *p, int idx, struct err *e)
 {
 	struct px_worker *w = calloc(1, sizeof(*w));
@@ -221,7 +257,7 @@ struct px_worker *px_worker_new(struct px_proxy *p, int idx, struct err *e)
 	}
 	w->p = p;
 	w->idx = idx;
-	w->lfd = w->afd = w->poke = -1;
+	w->poke = -1;
 	w->blocks = calloc(MAX_BLOCKS, sizeof(char *));
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->poke = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -229,29 +265,19 @@ struct px_worker *px_worker_new(struct px_proxy *p, int idx, struct err *e)
 		err_set(e, errno, "worker %d: epoll", idx);
 		goto fail;
 	}
-	w->lev.kind = PX_EV_LISTEN;
-	w->aev.kind = PX_EV_ADMIN_LISTEN;
 	w->pev.kind = PX_EV_POKE;
-	w->lfd = listener(p->s.listen, p->s.port, e);
-	if (w->lfd == -1)
+	if (listen_all(w, p->s.listen, p->s.port, false, e) == -1)
 		goto fail;
-	ev.data.ptr = &w->lev;
-	epoll_ctl(w->ep, EPOLL_CTL_ADD, w->lfd, &ev);
-	if (idx == 0 && p->s.admin_port > 0) {
-		w->afd = listener(p->s.admin_listen, p->s.admin_port, e);
-		if (w->afd == -1) {
-			err_wrap(e, "admin listener");
-			goto fail;
-		}
-		ev.data.ptr = &w->aev;
-		epoll_ctl(w->ep, EPOLL_CTL_ADD, w->afd, &ev);
+	if (idx == 0 && p->s.admin_port > 0 &&
+	    listen_all(w, p->s.admin_listen, p->s.admin_port, true, e) == -1) {
+		err_wrap(e, "admin listener");
+		goto fail;
 	}
 	ev.data.ptr = &w->pev;
 	epoll_ctl(w->ep, EPOLL_CTL_ADD, w->poke, &ev);
 	return w;
 fail:
-	if (w->lfd >= 0)
-		close(w->lfd);
+	close_listeners(w);
 	if (w->ep >= 0)
 		close(w->ep);
 	if (w->poke >= 0)
@@ -283,17 +309,6 @@ static void accept_all(struct px_worker *w, int lfd, bool admin)
 	}
 }
 
-static void close_listeners(struct px_worker *w)
-{
-	if (w->lfd >= 0)
-		close(w->lfd);
-	if (w->afd >= 0)
-		close(w->afd);
-	w->lfd = w->afd = -1;
-	w->closing = true;
-	w->drain_deadline = w->now + (uint64_t)w->p->s.drain_timeout_ms;
-}
-
 static void *loop(void *arg)
 {
 	struct px_worker *w = arg;
@@ -310,12 +325,10 @@ static void *loop(void *arg)
 
 			switch (ev->kind) {
 			case PX_EV_LISTEN:
-				if (!w->closing)
-					accept_all(w, w->lfd, false);
-				break;
 			case PX_EV_ADMIN_LISTEN:
 				if (!w->closing)
-					accept_all(w, w->afd, true);
+					accept_all(w, ((struct px_listen *)ev)->fd,
+						   ((struct px_listen *)ev)->admin);
 				break;
 			case PX_EV_POKE: {
 				uint64_t v;

@@ -38,13 +38,24 @@ struct px_up {
 	struct px_up *next;      /* in the worker's idle list */
 };
 
+#define PX_MAX_LISTEN 8
+
+/* A listening socket (the admin one too). */
+struct px_listen {
+	struct px_ev ev;
+	int fd;
+	bool admin;
+};
+
 struct px_worker {
 	struct px_proxy *p;
 	int idx;
-	int ep, lfd, afd, poke;
+	int ep, poke;
+	struct px_listen ls[PX_MAX_LISTEN];
+	int nls;
 	pthread_t th;
 	struct px_conn *conns;   /* every client connection of this worker */
-	struct px_ev lev, aev, pev;
+	struct px_ev pev;
 	/* Closed this turn, freed after it: events already fetched may name them. */
 	void **dead;
 	size_t ndead, capdead;

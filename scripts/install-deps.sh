@@ -17,6 +17,10 @@ PKGS=(
 	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool libjpeg-turbo-progs openssl
 	# node for the end-to-end clients (playwright-core, MCP SDK)
 	nodejs
+	# every program resolves *.localhost (the all-in-one's proxy names) to loopback
+	libnss-myhostname
+	# bench/proxy.sh: cloche-proxy against nginx, driven by wrk
+	nginx-light wrk
 )
 
 log() { [[ -z ${CLOCHE_VERBOSE:-} ]] || echo "install-deps: $*" >&2; }
@@ -42,6 +46,11 @@ if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	quiet apt-get update -q
 	quiet apt-get install -y -q --no-install-recommends "${missing[@]}"
+	# Debian starts the nginx it installs, on port 80, where the
+	# all-in-one's proxy listens: the benchmark runs its own instances.
+	if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
+		systemctl disable --now nginx >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
+	fi
 fi
 
 # gVisor from bookworm-backports: bookworm's own runsc (0.0~20221219) refuses

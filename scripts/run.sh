@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `make run`: installs what is needed, builds, makes the desktop template
 # when missing, and starts the all-in-one appliance on loopback: one
-# cloche-node (warm pool of one desktop) and cloche-portal, an admin key in
-# the CLI's config ($AIO_ENV), and one sandbox acquired for the user, with
-# loopback forwards into it until cloche-proxy exists.  Run again: prints
-# the status and starts nothing twice.  Layout: scripts/lib/aio.sh.
+# cloche-node (warm pool of one desktop), cloche-portal and cloche-proxy
+# (http://{port}-{id}.cloche.localhost), an admin key in the CLI's config
+# ($AIO_ENV), and one sandbox acquired for the user, whose links go through
+# the proxy.  Run again: prints the status and starts nothing twice.
+# Layout: scripts/lib/aio.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/aio.sh
-. scripts/lib/forward.sh
 . scripts/lib/pool.sh
 
 scripts/install-deps.sh
@@ -41,10 +41,25 @@ else
 		--credential-file "$AIO_ETC/node.cred" --pool "$AIO_POOL" \
 		--runsc-root "$AIO_RUNSC_ROOT" --connect-socket "$AIO_NODE_SOCK" \
 		--warm-pool desktop=1 --portal "$AIO_URL" --node-name "$(hostname -s)" \
-		--advertise-url "$AIO_NODE_URL" >>"$AIO_LOG/node.log" 2>&1 </dev/null &
+		--advertise-url "$AIO_NODE_URL" --proxy-domain "$AIO_DOMAIN" \
+		>>"$AIO_LOG/node.log" 2>&1 </dev/null &
 	echo $! >"$AIO_RUN/node.pid"
 	aio_wait_http "$AIO_NODE_URL/healthz" 60 || { aio_say "cloche-node did not start: $AIO_LOG/node.log"; exit 1; }
 	aio_say "started cloche-node on $AIO_NODE_URL"
+fi
+if aio_alive proxy; then
+	aio_say "cloche-proxy is running (pid $(cat "$AIO_RUN/proxy.pid"))"
+else
+	listen=127.0.0.1; [[ -s /proc/net/if_inet6 ]] && listen+=,::1 # *.localhost may resolve to either
+	setsid build/bin/cloche-proxy --listen "$listen" --port "$AIO_PROXY_PORT" \
+		--domain "$AIO_DOMAIN" --portal "$AIO_URL" --node-credential-file "$AIO_ETC/node.cred" \
+		--node-name "$(hostname -s)" --node-socket "$AIO_NODE_SOCK" \
+		--token-key-file "$AIO_STATE/token.key" --admin-port "$AIO_PROXY_ADMIN_PORT" \
+		>>"$AIO_LOG/proxy.log" 2>&1 </dev/null &
+	echo $! >"$AIO_RUN/proxy.pid"
+	aio_wait_http "$AIO_PROXY_ADMIN/healthz" 20 ||
+		{ aio_say "cloche-proxy did not start (port $AIO_PROXY_PORT taken? CLOCHE_PROXY_PORT picks another): $AIO_LOG/proxy.log"; exit 1; }
+	aio_say "started cloche-proxy on port $AIO_PROXY_PORT (*.$AIO_DOMAIN)"
 fi
 
 # An admin key for the CLI, kept while it works.
@@ -67,30 +82,23 @@ sb=
 [[ -n $id ]] && sb=$(aio_api GET "/sbv1/sandboxes/$id" 2>/dev/null || true)
 if [[ $(jq -r '.state // empty' <<<"$sb" 2>/dev/null) != ready ]]; then
 	aio_say "acquiring a desktop (the first one boots Chromium under gVisor: a few seconds)"
-	fw_stop_all aio
 	sb=$(aio_api POST /sbv1/acquire '{"ttl": 604800, "wait": 300, "labels": {"made-by": "make-run"}}')
 	id=$(jq -r '.id // empty' <<<"$sb")
 	[[ $(jq -r '.state // empty' <<<"$sb") == ready ]] || { aio_say "acquire failed: $sb"; exit 1; }
 	echo "$id" >"$AIO_RUN/sandbox"
 fi
-sid=$(jq -r .node_sandbox_id <<<"$sb")
-secret=$(aio_node GET "/v1/sandboxes/$sid" | jq -r .vnc_secret)
-for f in "${AIO_FORWARDS[@]}"; do
-	fw_start aio "${f%%:*}" "$sid" "${f##*:}" "$AIO_NODE_SOCK"
-done
-
-port() { local f; for f in "${AIO_FORWARDS[@]}"; do [[ ${f##*:} == "$1" ]] && echo "${f%%:*}"; done; }
+url() { jq -r "$1" <<<"$sb"; }
 cat <<MSG
 
-cloche is running: portal $AIO_URL, node $AIO_NODE_URL, your sandbox $id (expires $(jq -r .expires_at <<<"$sb")).
-  Desktop in a browser (noVNC):  http://127.0.0.1:$(port 6080)/?secret=$secret
-  VNC client:                    127.0.0.1:$(port 5900)  (password ${secret:0:8})
-  MCP servers (Streamable HTTP): shell   http://127.0.0.1:$(port 8889)/mcp
-                                 desktop http://127.0.0.1:$(port 8100)/mcp   (computer use)
-                                 browser http://127.0.0.1:$(port 7999)/mcp   (playwright-mcp style tools)
-  Health:                        http://127.0.0.1:$(port 8080)/health
+cloche is running: portal $AIO_URL, node $AIO_NODE_URL, proxy *.$AIO_DOMAIN; your sandbox $id (expires $(url .expires_at)).
+  Desktop in a browser (noVNC):  $(url .urls.novnc)
+  MCP servers (Streamable HTTP): shell   $(url .urls.mcp.shell)
+                                 desktop $(url .urls.mcp.desktop)   (computer use)
+                                 browser $(url .urls.mcp.browser)   (playwright-mcp style tools)
+    with the header              Authorization: Bearer $(url .token)
+  Any port of the sandbox:       $(url .urls.port)  (same token)
   More sandboxes:                build/bin/cloche acquire     (build/bin/cloche --help; the key is in $AIO_ENV)
   API:                           $AIO_URL/sbv1/openapi.json
-  Logs:                          $AIO_LOG/portal.log, $AIO_LOG/node.log
+  Logs:                          $AIO_LOG/portal.log, node.log, proxy.log
   Stop:                          make stop    (sandboxes end; make clean-data also drops the portal's database)
 MSG

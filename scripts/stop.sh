@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make stop`: stops what `make run` started and leaves no process, netns or
-# mount behind: the forwards, every sandbox (leased ones are released through
+# mount behind: the proxy, every sandbox (leased ones are released through
 # the portal, so its records stay true; warm members are destroyed), the
 # portal and the node agent, then the pool's loop mount.  The portal's
 # database, the templates and the pool image stay (`make clean-data` drops
@@ -11,10 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/aio.sh
-. scripts/lib/forward.sh
 . scripts/lib/pool.sh
 
-fw_stop_all aio
+aio_stop_daemon proxy
 if aio_alive portal && [[ -n $(aio_key) ]]; then
 	ids=$(aio_api GET '/sbv1/sandboxes?state=ready&limit=500' | jq -r '.sandboxes[].id' 2>/dev/null || true)
 	for id in $ids; do aio_api POST "/sbv1/sandboxes/$id/release" >/dev/null || true; done

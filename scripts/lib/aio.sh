@@ -11,17 +11,18 @@ AIO_ENV=${CLOCHE_AIO_ENV:-$AIO_POOL/aio.env}           # what the CLI reads
 AIO_PORTAL_PORT=${CLOCHE_PORTAL_PORT:-7000}
 AIO_NODE_PORT=${CLOCHE_NODE_PORT:-7070}
 AIO_DOMAIN=${CLOCHE_DOMAIN:-cloche.localhost}
+# cloche-proxy: *.cloche.localhost resolves to loopback in browsers (and curl)
+# with no DNS set up.
+AIO_PROXY_PORT=${CLOCHE_PROXY_PORT:-80}
+AIO_PROXY_ADMIN_PORT=${CLOCHE_PROXY_ADMIN_PORT:-7081}
 aio_proxy_default='http://{port}-{id}.'$AIO_DOMAIN
+[[ $AIO_PROXY_PORT == 80 ]] || aio_proxy_default+=":$AIO_PROXY_PORT"
 AIO_PROXY_URL=${CLOCHE_PROXY_URL:-$aio_proxy_default}
+AIO_PROXY_ADMIN=http://127.0.0.1:$AIO_PROXY_ADMIN_PORT
 AIO_NODE_SOCK=$AIO_RUN/node.sock
 AIO_RUNSC_ROOT=${CLOCHE_RUNSC_ROOT:-/run/cloche/runsc}
 AIO_URL=http://127.0.0.1:$AIO_PORTAL_PORT
 AIO_NODE_URL=http://127.0.0.1:$AIO_NODE_PORT
-# Loopback forwards into the user's sandbox until cloche-proxy exists:
-# "host port:sandbox port" pairs.
-AIO_FORWARDS=("${CLOCHE_NOVNC_PORT:-6080}:6080" "${CLOCHE_VNC_PORT:-5900}:5900"
-	"${CLOCHE_HEALTH_PORT:-18080}:8080" "${CLOCHE_SHELL_PORT:-8889}:8889"
-	"${CLOCHE_DESKTOP_PORT:-8100}:8100" "${CLOCHE_BROWSER_PORT:-7999}:7999")
 
 aio_say() { echo "cloche: $*" >&2; }
 

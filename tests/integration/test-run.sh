@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's first command as a user meets it: `make run` starts the
-# portal and a node agent, makes an admin key for the CLI, acquires one
-# desktop and prints links that work (noVNC page and its one-click secret,
-# MCP through the SDK client, health); a second `make run` starts nothing
+# portal, a node agent and the proxy, makes an admin key for the CLI,
+# acquires one desktop and prints links through the proxy that work (the
+# noVNC link opens the desktop in one click: token -> cookie, the proxy
+# supplies the VNC secret; MCP through the SDK client with the token;
+# health on any port); a second `make run` starts nothing
 # twice; the CLI sees the sandbox; `make stop` leaves no process, netns or
 # mount behind and releases the sandbox in the portal's records.
 set -uo pipefail
@@ -22,21 +24,31 @@ make -s stop >/dev/null 2>&1 # a previous run's leftovers
 make -s run >"$out" 2>&1
 rc=$?
 check "make run succeeds" test "$rc" = 0
-sed 's/^/# /' "$out" | grep -v 'secret=' || true
-novnc=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[A-Za-z0-9_-]*' "$out" | head -1)
-shell=$(grep -o 'shell *http://127.0.0.1:[0-9]*/mcp' "$out" | grep -o 'http.*')
-health=$(grep -o 'Health: *http://[^ ]*' "$out" | grep -o 'http.*')
+sed 's/^/# /' "$out" | grep -v 'token=\|Bearer' || true
 id=$(cat "$AIO_RUN/sandbox" 2>/dev/null)
-check "it prints the noVNC, MCP and health links" test -n "$novnc" -a -n "$shell" -a -n "$health"
-check "the noVNC link redirects into noVNC with the secret filled in" \
-	bash -c 'curl -s -o /dev/null -w "%{http_code} %{redirect_url}" "$1" | grep -q "^30[12] .*vnc.html.*password="' _ "$novnc"
-check "the noVNC page loads" bash -c 'curl -sf "$1/vnc.html" | grep -qi novnc' _ "$(grep -o 'http://127.0.0.1:[0-9]*' <<<"$novnc")"
+novnc=$(grep -o "http://6080-$id\.[^ ]*token=st1\.[^ ]*" "$out" | head -1)
+shell=$(grep -o "shell *http://8889-$id\.[^ ]*/mcp" "$out" | grep -o 'http.*')
+token=$(grep -o 'Bearer st1\.[^ ]*' "$out" | head -1 | cut -d' ' -f2)
+health=${shell/8889-/8080-}
+health=${health%/mcp}/health
+check "it prints the noVNC and MCP links through the proxy, and the token" \
+	test -n "$novnc" -a -n "$shell" -a -n "$token"
+jar=$(mktemp)
+check "the noVNC link sets an HttpOnly cookie for its host and redirects without the token" \
+	bash -c 'h=$(curl -s -D - -o /dev/null -c "$2" "$1"); grep -q "^HTTP/1.1 302" <<<"$h" && grep -qi "^set-cookie: cloche_token=st1\..*HttpOnly" <<<"$h" && ! grep -i "^location:" <<<"$h" | grep -q token' _ "$novnc" "$jar"
+check "... then lands in noVNC with the secret the proxy supplied" \
+	bash -c 'curl -s -L -b "$2" -o /dev/null -w "%{url_effective}" "${1%%\?*}" | grep -q "vnc.html?secret=.*password="' _ "$novnc" "$jar"
+check "the noVNC page loads through the proxy" bash -c 'curl -sf -b "$2" "${1%%\?*}vnc.html" | grep -qi novnc' _ "$novnc" "$jar"
+rm -f "$jar"
 # The printed link in a real browser: noVNC connects and shows the desktop,
 # and typing through it reaches the sandbox (its own ok/not ok lines).
 (cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
-check "the health link says every service is ready" curl -sf -o /dev/null "$health"
-check "mcp-shell answers through its link (MCP SDK client)" \
-	bash -c 'node tests/e2e/mcp-call.mjs --url "$1" --tool run_command --args "{\"command\":\"echo made-by-run\"}" | grep -q made-by-run' _ "$shell"
+check "the health port through the proxy says every service is ready" \
+	curl -sf -o /dev/null -H "Authorization: Bearer $token" "$health"
+check "without the token the proxy answers 401" \
+	bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" "$1") == 401 ]]' _ "$health"
+check "mcp-shell answers through its link (MCP SDK client, bearer token)" \
+	bash -c 'node tests/e2e/mcp-call.mjs --url "$1" --token "$2" --tool run_command --args "{\"command\":\"echo made-by-run\"}" | grep -q made-by-run' _ "$shell" "$token"
 check "the CLI config holds the portal and an admin key" \
 	bash -c 'grep -q "^CLOCHE_URL=http://127.0.0.1:" "$1" && grep -q "^CLOCHE_API_KEY=ck_" "$1"' _ "$AIO_ENV"
 check "the portal has the sandbox ready and leased" \
@@ -79,17 +91,17 @@ check "... and may not list nodes (exit 4)" test $? = 4
 "$C" --api-key "$ukey" list 2>/dev/null
 check "a revoked key exits 4" test $? = 4
 
-pids="$(cat "$AIO_RUN/portal.pid") $(cat "$AIO_RUN/node.pid")"
+pids="$(cat "$AIO_RUN/portal.pid") $(cat "$AIO_RUN/node.pid") $(cat "$AIO_RUN/proxy.pid")"
 make -s run >"$out" 2>&1
 check "a second make run succeeds" test $? = 0
 check "... starts nothing twice (same daemons, same sandbox)" \
-	bash -c '[[ "$(cat "$1/portal.pid") $(cat "$1/node.pid")" == "$2" && $(cat "$1/sandbox") == "$3" ]]' _ "$AIO_RUN" "$pids" "$id"
+	bash -c '[[ "$(cat "$1/portal.pid") $(cat "$1/node.pid") $(cat "$1/proxy.pid")" == "$2" && $(cat "$1/sandbox") == "$3" ]]' _ "$AIO_RUN" "$pids" "$id"
 check "... and says they are running" grep -q 'is running' "$out"
 
 sid=$(aio_api GET "/sbv1/sandboxes/$id" | jq -r .node_sandbox_id)
 make -s stop >"$out" 2>&1
 check "make stop succeeds" test $? = 0
-check "no cloche daemon or forward is left" bash -c '! pgrep -f "build/bin/cloche-(portal|node)|cloche-node --connect-socket $1" >/dev/null' _ "$AIO_NODE_SOCK"
+check "no cloche daemon is left" bash -c '! pgrep -f "build/bin/cloche-(portal|node|proxy)" >/dev/null'
 check "no sandbox process is left" bash -c '! pgrep -f "runsc.*--root $1 " >/dev/null' _ "$AIO_RUNSC_ROOT"
 check "no sandbox netns is left" bash -c '! ls /var/run/netns 2>/dev/null | grep -q "^[SR]-$1$"' _ "$sid"
 check "no mount of a sandbox is left" bash -c '! grep -q "/sandboxes/" /proc/self/mountinfo'

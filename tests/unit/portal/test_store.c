@@ -49,17 +49,55 @@ START_TEST(migrates_once_and_refuses_newer)
 	sqlite3 *db;
 
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 1);
+	ck_assert_int_eq(pt_store_version(st), 2);
 	pt_store_close(st);
 	st = pt_store_open(path, &e); /* again: nothing to do */
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(pt_store_version(st), 1);
+	ck_assert_int_eq(pt_store_version(st), 2);
 	pt_store_close(st);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", 0, 0, 0), SQLITE_OK);
 	sqlite3_close(db);
 	ck_assert_ptr_null(pt_store_open(path, &e));
 	ck_assert_ptr_nonnull(strstr(e.msg, "schema version 99"));
+}
+END_TEST
+
+START_TEST(change_feed_and_activity)
+{
+	struct err e = ERR_INIT;
+	struct pt_store *st = pt_store_open(path, &e);
+	struct pt_sb a, b;
+	json_t *ids = json_array();
+	long long seq = -1, seq2 = -1, at[] = {5000};
+	const char *who[] = {"sb-f"};
+
+	row(&a, "sb-f", "k1", PT_QUEUED, 1000);
+	ck_assert_int_eq(pt_store_sb_insert(st, &a, "made", &e), 0);
+	/* the first read only learns where the feed is */
+	ck_assert_int_eq(pt_store_changes(st, -1, &seq, ids, &e), 0);
+	ck_assert_int_ge(seq, 1);
+	ck_assert_int_eq(json_array_size(ids), 0);
+	a.state = PT_PLACING;
+	a.updated_at = 2000;
+	ck_assert_int_eq(pt_store_sb_update(st, &a, PT_QUEUED, "placed", &e), 0);
+	ck_assert_int_eq(pt_store_changes(st, seq, &seq2, ids, &e), 0);
+	ck_assert_int_gt(seq2, seq);
+	ck_assert_int_eq(json_array_size(ids), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(ids, 0)), "sb-f");
+	json_array_clear(ids);
+	ck_assert_int_eq(pt_store_changes(st, seq2, &seq, ids, &e), 0);
+	ck_assert_int_eq(json_array_size(ids), 0);
+	/* activity only moves forward */
+	ck_assert_int_eq(pt_store_activity(st, who, at, 1, &e), 0);
+	at[0] = 4000;
+	ck_assert_int_eq(pt_store_activity(st, who, at, 1, &e), 0);
+	ck_assert_int_eq(pt_store_sb_get(st, "sb-f", &b, &e), 0);
+	ck_assert_int_eq(b.last_activity_at, 5000);
+	pt_sb_clear(&a);
+	pt_sb_clear(&b);
+	json_decref(ids);
+	pt_store_close(st);
 }
 END_TEST
 
@@ -267,6 +305,7 @@ Suite *suite_portal_store(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, migrates_once_and_refuses_newer);
+	tcase_add_test(tc, change_feed_and_activity);
 	tcase_add_test(tc, state_change_is_compare_and_set);
 	tcase_add_test(tc, idempotency_key_is_unique_per_owner);
 	tcase_add_test(tc, list_filters_and_pages);
