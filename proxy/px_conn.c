@@ -80,6 +80,9 @@ struct px_conn {
 	bool waiting;        /* held in ROUTE with a deadline set */
 	struct px_route route;
 	struct px_rt *rt;    /* a reference while the connection is on a sandbox */
+	struct px_rt_view view; /* rt's answer as of view_gen (no lock per request) */
+	unsigned view_gen;
+	bool have_view;
 	unsigned drain_gen;
 	struct px_up *up;
 	uint64_t deadline;
@@ -607,8 +610,10 @@ static enum step on_request(struct px_conn *c)
 		return token_redirect(c, h);
 
 	/* The sandbox: its entry, limits and drains. */
-	if (c->rt && strcmp(c->rt->id, c->route.id) != 0)
+	if (c->rt && strcmp(c->rt->id, c->route.id) != 0) {
 		rt_leave(c);
+		c->have_view = false;
+	}
 	if (!c->rt) {
 		c->rt = px_routes_get(p->routes, c->route.id);
 		if (!c->rt)
@@ -740,12 +745,16 @@ static int build_up_head(struct px_conn *c, const struct px_rt_view *v, struct e
 static enum step step_route(struct px_conn *c)
 {
 	struct px_proxy *p = c->w->p;
-	struct px_rt_view v;
 	struct err e = ERR_INIT;
 	char msg[256];
+	unsigned gen = atomic_load(&c->rt->gen);
 
-	px_rt_view(p->routes, c->rt, &v);
-	switch (v.kind) {
+	if (!c->have_view || gen != c->view_gen) {
+		px_rt_view(p->routes, c->rt, &c->view);
+		c->view_gen = gen;
+		c->have_view = true;
+	}
+	switch (c->view.kind) {
 	case PX_RT_PENDING:
 		return WAIT;
 	case PX_RT_WAIT:
@@ -755,14 +764,14 @@ static enum step step_route(struct px_conn *c)
 		}
 		return WAIT;
 	case PX_RT_GONE:
-		return answer(c, 404, "unknown_sandbox", v.why[0] ? v.why : "no such sandbox", NULL);
+		return answer(c, 404, "unknown_sandbox", c->view.why[0] ? c->view.why : "no such sandbox", NULL);
 	case PX_RT_FAIL:
-		return answer(c, 502, "route_failed", v.why, NULL);
+		return answer(c, 502, "route_failed", c->view.why, NULL);
 	default:
 		break;
 	}
 	c->waiting = false;
-	if (build_up_head(c, &v, &e) == -1)
+	if (build_up_head(c, &c->view, &e) == -1)
 		return answer(c, e.http_status ? e.http_status : 500, "bad_request", e.msg, NULL);
 	if (dir_classify(&c->c2u) == -1) {
 		c->keep = false;
@@ -778,7 +787,7 @@ static enum step step_route(struct px_conn *c)
 		return AGAIN;
 	}
 	c->retry_ok = false;
-	if (up_new(c, &v, &e) == -1) {
+	if (up_new(c, &c->view, &e) == -1) {
 		snprintf(msg, sizeof(msg), "%s", e.msg);
 		return answer(c, 502, "upstream_unreachable", msg, NULL);
 	}

@@ -19,10 +19,6 @@ static bool vchar(unsigned char c)
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
-bool px_span_ieq(struct px_span s, const char *t)
-{
-	return strlen(t) == s.n && strncasecmp(s.p, t, s.n) == 0;
-}
 
 const struct px_header *px_head_get(const struct px_head *h, const char *name)
 {

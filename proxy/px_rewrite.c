@@ -196,12 +196,47 @@ static int add_param(char *target, size_t cap, const char *param)
 	return w < 0 || (size_t)w >= cap - n ? -1 : 0;
 }
 
+/* The bytes of header i's line, CRLF included: headers are contiguous in
+ * the head, so a line ends where the next begins (the last one before the
+ * empty line). */
+static const char *line_end(const struct px_head *h, size_t i)
+{
+	return i + 1 < h->nh ? h->h[i + 1].name.p : h->start.p + h->len - 2;
+}
+
+/* Runs of kept header lines are copied as they are, in one append each:
+ * most heads keep almost every line. */
+struct run {
+	const char *p, *end;
+};
+
+static int run_flush(struct run *r, struct buf *out, struct err *e)
+{
+	int rc = r->p ? buf_append(out, r->p, (size_t)(r->end - r->p), e) : 0;
+
+	r->p = r->end = NULL;
+	return rc;
+}
+
+static int run_keep(struct run *r, const struct px_head *h, size_t i, struct buf *out,
+		    struct err *e)
+{
+	if (r->p && r->end != h->h[i].name.p && run_flush(r, out, e) == -1)
+		return -1;
+	if (!r->p)
+		r->p = h->h[i].name.p;
+	r->end = line_end(h, i);
+	return 0;
+}
+
 /* Response headers the proxy does not pass on: hop-by-hop ones. */
 static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection", NULL};
 
 int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, struct buf *out,
 		    struct err *e)
 {
+	struct run run = {NULL, NULL};
+
 	if (buf_append(out, h->start.p, h->start.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
 		return -1;
 	for (size_t i = 0; i < h->nh; i++) {
@@ -210,12 +245,11 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 
 		for (const char *const *d = resp_dropped; *d && !drop; d++)
 			drop = px_span_ieq(x->name, *d);
-		if (drop)
-			continue;
-		if (buf_append(out, x->name.p, x->name.n, e) == -1 || buf_appends(out, ": ", e) == -1 ||
-		    buf_append(out, x->value.p, x->value.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
+		if (drop ? run_flush(&run, out, e) == -1 : run_keep(&run, h, i, out, e) == -1)
 			return -1;
 	}
+	if (run_flush(&run, out, e) == -1)
+		return -1;
 	if (!keep_alive)
 		return buf_appends(out, "Connection: close\r\n\r\n", e);
 	return buf_appends(out, client_minor == 0 ? "Connection: keep-alive\r\n\r\n" : "\r\n", e);
@@ -226,40 +260,56 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 {
 	char target[8192];
 	struct px_span t;
-	const struct px_header *host = px_head_get(h, "host");
+	const struct px_header *host = NULL;
+	struct run run = {NULL, NULL};
 
-	if (o->keep_token) {
-		if (h->target.n >= sizeof(target))
+	if (buf_append(out, h->method.p, h->method.n, e) == -1 || buf_appends(out, " ", e) == -1)
+		return -1;
+	if (!o->add_query && (o->keep_token || !memchr(h->target.p, '?', h->target.n))) {
+		if (buf_append(out, h->target.p, h->target.n, e) == -1)
+			return -1;
+	} else {
+		if (o->keep_token) {
+			if (h->target.n >= sizeof(target))
+				return err_http(e, 414, "the request target is too long");
+			memcpy(target, h->target.p, h->target.n);
+			target[h->target.n] = '\0';
+		} else if (px_target_without_token(h->target, target, sizeof(target)) == -1) {
 			return err_http(e, 414, "the request target is too long");
-		memcpy(target, h->target.p, h->target.n);
-		target[h->target.n] = '\0';
-	} else if (px_target_without_token(h->target, target, sizeof(target)) == -1) {
-		return err_http(e, 414, "the request target is too long");
+		}
+		if (o->add_query && add_param(target, sizeof(target), o->add_query) == -1)
+			return err_http(e, 414, "the request target is too long");
+		if (buf_appends(out, target, e) == -1)
+			return -1;
 	}
-	if (o->add_query && add_param(target, sizeof(target), o->add_query) == -1)
-		return err_http(e, 414, "the request target is too long");
-	if (buf_append(out, h->method.p, h->method.n, e) == -1 ||
-	    buf_appendf(out, e, " %s HTTP/1.1\r\n", target) == -1)
+	if (buf_appends(out, " HTTP/1.1\r\n", e) == -1)
 		return -1;
 	for (size_t i = 0; i < h->nh; i++) {
 		const struct px_header *x = &h->h[i];
 
-		if (is_dropped(x->name, o->upgrade))
-			continue;
-		if (!o->keep_token && px_span_ieq(x->name, "authorization") &&
-		    bearer_token(x->value, &t))
-			continue; /* the sandbox token is the proxy's, not the sandbox's */
-		if (!o->keep_token && px_span_ieq(x->name, "cookie")) {
-			if (cookie_without_ours(x->value, out, e) == -1)
+		if (!host && px_span_ieq(x->name, "host"))
+			host = x;
+		if (is_dropped(x->name, o->upgrade) ||
+		    (!o->keep_token && px_span_ieq(x->name, "authorization") &&
+		     bearer_token(x->value, &t))) {
+			/* hop-by-hop, ours, or the sandbox token (the proxy's, not the
+			 * sandbox's) */
+			if (run_flush(&run, out, e) == -1)
 				return -1;
 			continue;
 		}
-		if (buf_append(out, x->name.p, x->name.n, e) == -1 || buf_appends(out, ": ", e) == -1 ||
-		    buf_append(out, x->value.p, x->value.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
+		if (!o->keep_token && px_span_ieq(x->name, "cookie")) {
+			if (run_flush(&run, out, e) == -1 || cookie_without_ours(x->value, out, e) == -1)
+				return -1;
+			continue;
+		}
+		if (run_keep(&run, h, i, out, e) == -1)
 			return -1;
 	}
-	if (buf_appendf(out, e, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: %s\r\n",
-			o->client_addr ? o->client_addr : "unknown", o->tls ? "https" : "http") == -1)
+	if (run_flush(&run, out, e) == -1 || buf_appends(out, "X-Forwarded-For: ", e) == -1 ||
+	    buf_appends(out, o->client_addr ? o->client_addr : "unknown", e) == -1 ||
+	    buf_appends(out, o->tls ? "\r\nX-Forwarded-Proto: https\r\n"
+				    : "\r\nX-Forwarded-Proto: http\r\n", e) == -1)
 		return -1;
 	if (host && (buf_appends(out, "X-Forwarded-Host: ", e) == -1 ||
 		     buf_append(out, host->value.p, host->value.n, e) == -1 ||

@@ -191,6 +191,7 @@ void px_rt_invalidate(struct px_routes *r, struct px_rt *rt)
 	pthread_mutex_lock(&r->mu);
 	if (rt->kind != PX_RT_TCP) {
 		rt->kind = PX_RT_PENDING;
+		atomic_fetch_add(&rt->gen, 1);
 		want(r, rt);
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -526,6 +527,7 @@ static void *resolver(void *arg)
 						rt->woke = batch[i].kind == PX_RT_WAIT && batch[i].woke;
 						rt->checked_ms = now;
 						rt->queued = false;
+						atomic_fetch_add(&rt->gen, 1);
 						break;
 					}
 			pthread_mutex_unlock(&r->mu);

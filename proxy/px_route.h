@@ -48,6 +48,7 @@ struct px_rt {
 	bool linked;
 	struct px_rt *next;
 	/* Lock-free: */
+	atomic_uint gen;                 /* bumped whenever the answer changes */
 	atomic_int conns;                /* client connections on it now */
 	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 	atomic_uint_fast64_t last_seen_ms;

@@ -50,7 +50,7 @@ fi
 if aio_alive proxy; then
 	aio_say "cloche-proxy is running (pid $(cat "$AIO_RUN/proxy.pid"))"
 else
-	listen=127.0.0.1; [[ -s /proc/net/if_inet6 ]] && listen+=,::1 # *.localhost may resolve to either
+	listen=127.0.0.1; grep -qs . /proc/net/if_inet6 && listen+=,::1 # *.localhost may resolve to either
 	setsid build/bin/cloche-proxy --listen "$listen" --port "$AIO_PROXY_PORT" \
 		--domain "$AIO_DOMAIN" --portal "$AIO_URL" --node-credential-file "$AIO_ETC/node.cred" \
 		--node-name "$(hostname -s)" --node-socket "$AIO_NODE_SOCK" \

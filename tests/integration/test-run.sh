@@ -40,6 +40,38 @@ check "... then lands in noVNC with the secret the proxy supplied" \
 	bash -c 'curl -s -L -b "$2" -o /dev/null -w "%{url_effective}" "${1%%\?*}" | grep -q "vnc.html?secret=.*password="' _ "$novnc" "$jar"
 check "the noVNC page loads through the proxy" bash -c 'curl -sf -b "$2" "${1%%\?*}vnc.html" | grep -qi novnc' _ "$novnc" "$jar"
 rm -f "$jar"
+# The three MCP servers through the proxy with the sandbox token, each
+# with its own end-to-end suite (SDK client: SSE progress, sessions, bad
+# input; the desktop's first, while the start page's field is empty).
+export CLOCHE_MCP_BEARER=$token
+(cd tests/e2e && node mcp-desktop-test.mjs --url "${shell/8889-/8100-}") | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-desktop: /'
+(cd tests/e2e && node mcp-browser-test.mjs --url "${shell/8889-/7999-}") | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-browser: /'
+(cd tests/e2e && node mcp-shell-test.mjs --url "$shell" --user agent --via-proxy 1) | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-shell: /'
+unset CLOCHE_MCP_BEARER
+# A server of the user's inside the sandbox echoes the request it got: the
+# token reaches it nowhere (header, cookie, query), the rest does.
+echo_py='import http.server as h
+class E(h.BaseHTTPRequestHandler):
+    def do_GET(s):
+        b = (s.requestline + "\n" + str(s.headers)).encode()
+        s.send_response(200); s.send_header("Content-Length", str(len(b))); s.end_headers(); s.wfile.write(b)
+h.HTTPServer(("0.0.0.0", 9999), E).serve_forever()'
+node tests/e2e/mcp-call.mjs --url "$shell" --token "$token" --tool run_command \
+	--args "$(jq -nc --arg p "$echo_py" '{command: ("printf %s " + ($p | @sh) + " >/tmp/echo.py")}')" >/dev/null
+node tests/e2e/mcp-call.mjs --url "$shell" --token "$token" --tool start_process \
+	--args '{"command": "python3 /tmp/echo.py"}' >/dev/null
+for _ in $(seq 50); do
+	[[ $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "${shell/8889-/9999-}") == 200 ]] && break
+	sleep 0.2
+done
+echoed=$(curl -s -m 10 -H "Authorization: Bearer $token" -H "Cookie: theme=dark; cloche_token=$token" \
+	-H "X-Forwarded-For: 6.6.6.6" "${shell/8889-/9999-}?a=1&token=$token")
+sed 's/^/# echoed: /' <<<"$echoed" | head -12
+check "a server inside the sandbox gets the request through the proxy" grep -q '^GET /mcp?a=1 HTTP' <<<"$echoed"
+check "... without the token: not in Authorization, cookie or query" bash -c '! grep -q "st1\." <<<"$1"' _ "$echoed"
+check "... with its other cookies and the proxy's X-Forwarded-* (not the client's)" \
+	bash -c 'grep -q "^Cookie: theme=dark" <<<"$1" && grep -q "^X-Forwarded-For: 127.0.0.1" <<<"$1" && ! grep -q 6.6.6.6 <<<"$1"' _ "$echoed"
+
 # The printed link in a real browser: noVNC connects and shows the desktop,
 # and typing through it reaches the sandbox (its own ok/not ok lines).
 (cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
@@ -64,6 +96,11 @@ check "cloche list prints a table" bash -c '"$1" list | grep -q "^ID  *STATE"' _
 cid=$($C acquire --ttl 120 --label suite=cli --json | jq -r .id)
 check "cloche acquire --json: a ready sandbox" bash -c '[[ $("$1" get "$2" --json | jq -r .state) == ready ]]' _ "$C" "$cid"
 check "cloche get: the human view" bash -c '"$1" get "$2" | grep -q "^state  *ready"' _ "$C" "$cid"
+check "the first sandbox's token is refused for the second (403)" \
+	bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $1" "http://8080-$2.$3/health") == 403 ]]' _ "$token" "$cid" "$AIO_DOMAIN"
+ctoken=$($C get "$cid" --json | jq -r .token)
+check "... and its own token opens it" \
+	curl -sf -o /dev/null -H "Authorization: Bearer $ctoken" "http://8080-$cid.$AIO_DOMAIN/health"
 e1=$($C get "$cid" --json | jq -r .expires_at)
 check "cloche keepalive --ttl moves expires_at" \
 	bash -c '"$1" keepalive "$2" --ttl 600 >/dev/null && [[ $("$1" get "$2" --json | jq -r .expires_at) > "$3" ]]' _ "$C" "$cid" "$e1"

@@ -30,12 +30,20 @@ export const tap = {
   },
 };
 
+// Through cloche-proxy every request carries the sandbox token: set
+// CLOCHE_MCP_BEARER and every test here sends it.
+export function authHeaders() {
+  const t = process.env.CLOCHE_MCP_BEARER;
+  return t ? { authorization: `Bearer ${t}` } : {};
+}
+
 // Connects the SDK client.  headers: extra HTTP headers on every request
 // (e.g. an Origin, as a browser-based client sends).  Returns the Client
 // (close it with close()).
 export async function connect(url, name = 'cloche-e2e', { headers } = {}) {
   const client = new Client({ name, version: '1.0.0' });
-  const requestInit = headers ? { headers } : undefined;
+  const all = { ...authHeaders(), ...(headers || {}) };
+  const requestInit = Object.keys(all).length ? { headers: all } : undefined;
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
   await client.connect(transport);
   return client;
@@ -56,7 +64,7 @@ export function call(client, name, args, opts) {
 // object (JSON-encoded).  Returns {status, headers, text, json}.
 export async function rawPost(url, body, { session, headers = {}, accept = 'application/json, text/event-stream',
   contentType = 'application/json' } = {}) {
-  const h = { 'content-type': contentType, accept, ...headers };
+  const h = { 'content-type': contentType, accept, ...authHeaders(), ...headers };
   if (session) h['mcp-session-id'] = session;
   const res = await fetch(url, { method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await res.text();
