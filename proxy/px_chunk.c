@@ -3,7 +3,8 @@
 
 enum {
 	CK_SIZE,    /* hex digits of a chunk size */
-	CK_EXT,     /* extensions (or whitespace) after the size, until CR */
+	CK_BWS,     /* spaces or tabs after the size: then `;` or CR only */
+	CK_EXT,     /* extensions after the `;`, until CR */
 	CK_SIZE_LF, /* the LF of the size line */
 	CK_DATA,    /* n data bytes */
 	CK_DATA_CR,
@@ -50,9 +51,11 @@ long px_chunk_scan(struct px_chunk *c, const char *buf, size_t len, bool *done)
 				if (++c->digits > 16)
 					return -1;
 				c->n = c->n * 16 + (uint64_t)v;
-			} else if (c->digits && (ch == ';' || ch == ' ' || ch == '\t')) {
+			} else if (c->digits && ch == ';') {
 				c->st = CK_EXT;
-				c->ext = 1;
+				c->ext = 0;
+			} else if (c->digits && (ch == ' ' || ch == '\t')) {
+				c->st = CK_BWS;
 			} else if (c->digits && ch == '\r') {
 				c->st = CK_SIZE_LF;
 			} else {
@@ -61,6 +64,15 @@ long px_chunk_scan(struct px_chunk *c, const char *buf, size_t len, bool *done)
 			i++;
 			break;
 		}
+		case CK_BWS:
+			if (ch == ';')
+				c->st = CK_EXT;
+			else if (ch == '\r')
+				c->st = CK_SIZE_LF;
+			else if (ch != ' ' && ch != '\t')
+				return -1;
+			i++;
+			break;
 		case CK_EXT:
 			if (ch == '\r')
 				c->st = CK_SIZE_LF;
@@ -102,14 +114,16 @@ long px_chunk_scan(struct px_chunk *c, const char *buf, size_t len, bool *done)
 			break;
 		case CK_TR_START:
 			c->st = ch == '\r' ? CK_END_LF : CK_TR_LINE;
-			if (c->st == CK_TR_LINE && (ch == '\n' || ++c->ext > PX_CHUNK_TRAILER_MAX))
+			/* a trailer field starts with a name, never a space (no obs-fold) */
+			if (c->st == CK_TR_LINE && (ch <= 0x20 || ch == 0x7f ||
+						    ++c->ext > PX_CHUNK_TRAILER_MAX))
 				return -1;
 			i++;
 			break;
 		case CK_TR_LINE:
 			if (ch == '\r')
 				c->st = CK_TR_LF;
-			else if (ch == '\n' || ++c->ext > PX_CHUNK_TRAILER_MAX)
+			else if ((ch < 0x20 && ch != '\t') || ch == 0x7f || ++c->ext > PX_CHUNK_TRAILER_MAX)
 				return -1;
 			i++;
 			break;

@@ -255,8 +255,14 @@ enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *o
 	for (i = p; i < (size_t)e && buf[i] != ' '; i++)
 		if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
 			FAIL(PX_HEAD_BAD, "control character in the target");
+		else if (buf[i] == '#')
+			FAIL(PX_HEAD_BAD, "a fragment in the target");
 	if (i == p || i >= (size_t)e)
 		FAIL(PX_HEAD_BAD, "malformed request target");
+	/* A reverse proxy takes origin-form (and `*` for OPTIONS) only: an
+	 * absolute URL or a bare query would name something else upstream. */
+	if (buf[p] != '/' && !(i - p == 1 && buf[p] == '*'))
+		FAIL(PX_HEAD_BAD, "the target must start with /");
 	out->target.p = buf + p;
 	out->target.n = i - p;
 	p = i + 1;

@@ -12,6 +12,38 @@ static const char *const dropped[] = {
 	"x-forwarded-host", "forwarded", NULL,
 };
 
+/* True when a Connection header of h lists name (RFC 9110 7.6.1: such
+ * headers are for this hop only). */
+static bool named_in_connection(const struct px_head *h, struct px_span name)
+{
+	for (size_t i = 0; i < h->nh; i++) {
+		struct px_span v = h->h[i].value;
+		size_t a = 0;
+
+		if (!px_span_ieq(h->h[i].name, "connection"))
+			continue;
+		while (a < v.n) {
+			size_t b = a;
+			struct px_span t;
+
+			while (b < v.n && v.p[b] != ',')
+				b++;
+			t.p = v.p + a;
+			t.n = b - a;
+			while (t.n && (*t.p == ' ' || *t.p == '\t')) {
+				t.p++;
+				t.n--;
+			}
+			while (t.n && (t.p[t.n - 1] == ' ' || t.p[t.n - 1] == '\t'))
+				t.n--;
+			if (t.n == name.n && strncasecmp(t.p, name.p, t.n) == 0)
+				return true;
+			a = b + 1;
+		}
+	}
+	return false;
+}
+
 static bool is_dropped(struct px_span name, bool upgrade)
 {
 	for (const char *const *d = dropped; *d; d++)
@@ -43,7 +75,7 @@ static bool cookie_get(struct px_span v, const char *name, struct px_span *out)
 
 		while (j < v.n && v.p[j] != ';')
 			j++;
-		while (i < j && v.p[i] == ' ')
+		while (i < j && (v.p[i] == ' ' || v.p[i] == '\t'))
 			i++;
 		if (j - i > nl && strncmp(v.p + i, name, nl) == 0 && v.p[i + nl] == '=') {
 			out->p = v.p + i + nl + 1;
@@ -162,7 +194,7 @@ static int cookie_without_ours(struct px_span v, struct buf *out, struct err *e)
 
 		while (j < v.n && v.p[j] != ';')
 			j++;
-		while (i < j && v.p[i] == ' ')
+		while (i < j && (v.p[i] == ' ' || v.p[i] == '\t'))
 			i++;
 		if (j > i && !(j - i > nl && strncmp(v.p + i, PX_COOKIE, nl) == 0 && v.p[i + nl] == '=')) {
 			if (buf_appends(out, any ? "; " : "Cookie: ", e) == -1 ||
@@ -236,6 +268,7 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 		    struct err *e)
 {
 	struct run run = {NULL, NULL};
+	bool conn = px_head_get(h, "connection") != NULL;
 
 	if (buf_append(out, h->start.p, h->start.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
 		return -1;
@@ -245,6 +278,8 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 
 		for (const char *const *d = resp_dropped; *d && !drop; d++)
 			drop = px_span_ieq(x->name, *d);
+		if (!drop && conn)
+			drop = named_in_connection(h, x->name);
 		if (drop ? run_flush(&run, out, e) == -1 : run_keep(&run, h, i, out, e) == -1)
 			return -1;
 	}
@@ -261,6 +296,7 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 	char target[8192];
 	struct px_span t;
 	const struct px_header *host = NULL;
+	bool conn = px_head_get(h, "connection") != NULL;
 	struct run run = {NULL, NULL};
 
 	if (buf_append(out, h->method.p, h->method.n, e) == -1 || buf_appends(out, " ", e) == -1)
@@ -290,6 +326,8 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 		if (!host && px_span_ieq(x->name, "host"))
 			host = x;
 		if (is_dropped(x->name, o->upgrade) ||
+		    (conn && !(o->upgrade && px_span_ieq(x->name, "upgrade")) &&
+		     named_in_connection(h, x->name)) ||
 		    (!o->keep_token && px_span_ieq(x->name, "authorization") &&
 		     bearer_token(x->value, &t))) {
 			/* hop-by-hop, ours, or the sandbox token (the proxy's, not the

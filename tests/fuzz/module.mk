@@ -18,7 +18,8 @@ FUZZ_SRCS_egress := tests/fuzz/fuzz_egress.c node-agent/na_egress_policy.c node-
 	common/log.c
 FUZZ_SRCS_btrfs-stream := tests/fuzz/fuzz_btrfs_stream.c node-agent/na_btrfs.c node-agent/na_cmd.c \
 	common/log.c
-FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c
+FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c proxy/px_chunk.c \
+	proxy/px_rewrite.c
 FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head
 
 .SECONDEXPANSION:

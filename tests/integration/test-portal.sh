@@ -30,8 +30,10 @@ pre=pt$$
 tpl_dir=$POOL/pools/$pre-tpl
 work=$(mktemp -d)
 portal_pid=
+px_pids=()
 cleanup() {
 	[[ -n $portal_pid ]] && kill -9 "$portal_pid" 2>/dev/null
+	((${#px_pids[@]} == 0)) || kill -9 "${px_pids[@]}" 2>/dev/null
 	cluster_down
 	for t in "$tpl_dir"/templates/*; do [[ -d $t ]] && btrfs subvolume delete "$t" >/dev/null 2>&1; done
 	rm -rf --one-file-system "$tpl_dir" "$work"
@@ -123,6 +125,65 @@ check "memory of the wrong type: 400 naming resources.memory_mb" \
 check "a label that is not a string: 400 naming it" field_is "$(pcall "$U1" POST /sbv1/acquire '{"labels":{"a":1}}')" labels.a
 check "an unknown field: 400 naming it" field_is "$(pcall "$U1" POST /sbv1/acquire '{"tll":5}')" tll
 check "a user may not list nodes: 403" test "$(st "$(pcall "$U1" GET /sbv1/nodes)")" = 403
+
+# --- cloche-proxy on every node: routes from the portal, forwarding -----------
+# A proxy per node host, on its address:8000, reaching its own agent's
+# socket; a sandbox is reached through any of them (the owner's connects
+# through its node agent, the others forward to the owner's proxy).
+PROXY_BIN=$BUILD/bin/cloche-proxy
+px_start() {
+	nsenter --net="/var/run/netns/$(cluster_host "$1")" "$PROXY_BIN" --listen "$(cluster_ip "$1")" \
+		--port 8000 --admin-port 7081 --portal "$PORTAL" --node-credential-file "$CLUSTER_WORK/cred" \
+		--node-name "$pre-n$1" --advertise "$(cluster_ip "$1"):8000" \
+		--node-socket "$CLUSTER_WORK/n$1.sock" --token-key-file "$work/token.key" \
+		--trusted-peers "$(cluster_ip 1),$(cluster_ip 2),$(cluster_ip 3)" --report-interval 1s \
+		--workers 1 >>"$work/proxy$1.log" 2>&1 &
+	px_pids+=($!)
+}
+px_get() { # I ID PORT PATH TOKEN: status through node I's proxy
+	curl -s -m 60 -o /dev/null -w '%{http_code}' -H "Host: $3-$2.cloche.localhost" \
+		-H "Authorization: Bearer $5" "http://$(cluster_ip "$1"):8000$4"
+}
+px_admin() { # I PATH
+	nsenter --net="/var/run/netns/$(cluster_host "$1")" curl -s -m 5 \
+		-H "Authorization: Bearer $CLUSTER_CRED" "http://127.0.0.1:7081$2"
+}
+export -f px_get px_admin cluster_host
+export pre CLUSTER_PREFIX
+for i in 1 2 3; do px_start "$i"; done
+check "a proxy starts on every node" wait_for 10 bash -c 'for i in 1 2 3; do px_admin "$i" /healthz | grep -q true || exit 1; done'
+r=$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":600}')
+pid_=$(js "$r" .id) ptok=$(js "$r" .token) pnode=$(js "$r" .node)
+owner=${pnode##*-n}
+check "the portal knows the owner's proxy (from its activity reports)" \
+	wait_for 10 bash -c '[[ $(curl -s -H "Authorization: Bearer $CLUSTER_CRED" "$PORTAL/sbv1/routes/$1" | jq -r .proxy) == "$2" ]]' _ "$pid_" "$(cluster_ip "$owner"):8000"
+for j in 1 2 3; do
+	check "sandbox on node $owner through node $j's proxy: 200" \
+		bash -c '[[ $(px_get "$1" "$2" 8080 /health "$3") == 200 ]]' _ "$j" "$pid_" "$ptok"
+done
+check "... the owner's proxy served all three (the others forwarded to it)" \
+	bash -c '(($(px_admin "$1" "/v1/sandboxes/$2" | jq .requests) >= 3))' _ "$owner" "$pid_"
+check "... and the portal records its last activity" \
+	wait_for 10 bash -c '[[ $(js "$(pcall "$ADMIN" GET "/sbv1/sandboxes/$1")" .last_activity_at) != null ]]' _ "$pid_"
+check "a token for another sandbox: 403 through any proxy" \
+	bash -c '[[ $(px_get 1 sb-0000000000000000 8080 /health "$1") == 403 ]]' _ "$ptok"
+r=$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":600,"wait":0}')
+sid2=$(js "$r" .id) stok2=$(js "$r" .token)
+check "an acquire with wait 0 answers 202 while the sandbox starts" test "$(st "$r")" = 202
+check "... and a request for it is held until it is ready, then served" \
+	bash -c '[[ $(px_get 2 "$1" 8080 /health "$2") == 200 ]]' _ "$sid2" "$stok2"
+pcall "$U1" POST "/sbv1/sandboxes/$pid_/release" >/dev/null
+check "a released sandbox's token opens nothing: 404" \
+	wait_for 15 bash -c '[[ $(px_get 3 "$1" 8080 /health "$2") == 404 ]]' _ "$pid_" "$ptok"
+pcall "$U1" POST "/sbv1/sandboxes/$sid2/release" >/dev/null
+for p_ in "${px_pids[@]}"; do kill -TERM "$p_"; done
+rc_=0
+for p_ in "${px_pids[@]}"; do wait "$p_" || rc_=1; done
+px_pids=()
+check "the proxies stop on SIGTERM with status 0" test "$rc_" = 0
+check "... and logged no error" bash -c '! grep -h "\"level\":\"error\"" "$1"/proxy*.log' _ "$work"
+check "every sandbox of that part is released" \
+	wait_for 30 bash -c '[[ $(js "$(pcall "$ADMIN" GET "/sbv1/sandboxes?state=releasing")" ".sandboxes | length") == 0 ]]'
 
 # --- placement spreads by load; full nodes queue; a release serves the queue -
 # Non-default memory, so every acquire makes a new sandbox (no warm pools yet).

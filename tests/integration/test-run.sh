@@ -42,10 +42,10 @@ check "the noVNC page loads through the proxy" bash -c 'curl -sf -b "$2" "${1%%\
 rm -f "$jar"
 # The three MCP servers through the proxy with the sandbox token, each
 # with its own end-to-end suite (SDK client: SSE progress, sessions, bad
-# input; the desktop's first, while the start page's field is empty).
+# input; the desktop's first, while the start page's field is empty; the
+# browser's after the noVNC check below).
 export CLOCHE_MCP_BEARER=$token
 (cd tests/e2e && node mcp-desktop-test.mjs --url "${shell/8889-/8100-}") | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-desktop: /'
-(cd tests/e2e && node mcp-browser-test.mjs --url "${shell/8889-/7999-}") | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-browser: /'
 (cd tests/e2e && node mcp-shell-test.mjs --url "$shell" --user agent --via-proxy 1) | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-shell: /'
 unset CLOCHE_MCP_BEARER
 # A server of the user's inside the sandbox echoes the request it got: the
@@ -75,6 +75,9 @@ check "... with its other cookies and the proxy's X-Forwarded-* (not the client'
 # The printed link in a real browser: noVNC connects and shows the desktop,
 # and typing through it reaches the sandbox (its own ok/not ok lines).
 (cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
+# mcp-browser's suite last: it leaves Chromium on its test pages.
+CLOCHE_MCP_BEARER=$token bash -c 'cd tests/e2e && node mcp-browser-test.mjs --url "$1"' _ "${shell/8889-/7999-}" |
+	sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-browser: /'
 check "the health port through the proxy says every service is ready" \
 	curl -sf -o /dev/null -H "Authorization: Bearer $token" "$health"
 check "without the token the proxy answers 401" \
