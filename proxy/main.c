@@ -57,6 +57,9 @@ static const struct cfg_opt opts[] = {
 	{"max-conns-sandbox", CFG_INT, "4096", "client connections per sandbox"},
 	{"max-conns-client", CFG_INT, "4096", "client connections per client address"},
 	{"max-conns", CFG_INT, "100000", "client connections in all"},
+	{"tls-cert", CFG_STR, NULL,
+	 "PEM certificate chain (a wildcard for *.<domain>): serve HTTPS (default: plain HTTP)"},
+	{"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
 
@@ -165,6 +168,15 @@ static void settings(struct px_proxy *p, struct cfg *c)
 	if (n < 0)
 		die("cannot load the token key", &e);
 	s->token_key = token_key;
+	if (!cfg_str(c, "tls-cert") != !cfg_str(c, "tls-key")) {
+		err_set(&e, 0, "--tls-cert and --tls-key go together");
+		die("bad configuration", &e);
+	}
+	if (cfg_str(c, "tls-cert")) {
+		s->tls = px_tls_new(cfg_str(c, "tls-cert"), cfg_str(c, "tls-key"), &e);
+		if (!s->tls)
+			die("cannot load the TLS certificate", &e);
+	}
 	s->token_key_len = (size_t)n;
 }
 
@@ -257,9 +269,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < p->nworkers; i++)
 		if (px_worker_start(p->w[i], &e) == -1)
 			die("cannot start", &e);
-	log_info("serving", "{s:s, s:i, s:s, s:i, s:i, s:s, s:s}", "listen", p->s.listen, "port",
-		 p->s.port, "domain", p->s.domain, "admin_port", p->s.admin_port, "workers",
-		 p->nworkers, "portal", *rc.portal ? rc.portal : "(none)", "node", rc.node_name);
+	log_info("serving", "{s:s, s:i, s:s, s:s, s:i, s:i, s:s, s:s}", "listen", p->s.listen, "port",
+		 p->s.port, "scheme", p->s.tls ? "https" : "http", "domain", p->s.domain,
+		 "admin_port", p->s.admin_port, "workers", p->nworkers, "portal",
+		 *rc.portal ? rc.portal : "(none)", "node", rc.node_name);
 
 	do
 		r = sigwaitinfo(&mask, &si);
@@ -271,6 +284,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < p->nworkers; i++)
 		px_worker_join(p->w[i]);
 	px_routes_free(p->routes);
+	px_tls_free(p->s.tls);
 	free(p->w);
 	cfg_free(c);
 	log_info("stopped", NULL);

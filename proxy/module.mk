@@ -1,11 +1,11 @@
 # proxy/: cloche-proxy, the {port}-{id}.{domain} reverse proxy into sandboxes.
-CFLAGS_proxy := $(call pc_cflags,$(PKGS))
+CFLAGS_proxy := $(call pc_cflags,$(PKGS) libssl)
 
 PROXY_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard proxy/*.c))
 
 $(BUILD)/bin/cloche-proxy: $(PROXY_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(call pc_libs,libssl) -lpthread
 
 BINS += $(BUILD)/bin/cloche-proxy
 

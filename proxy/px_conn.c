@@ -15,6 +15,7 @@
 #include "proxy/px_head.h"
 #include "proxy/px_host.h"
 #include "proxy/px_rewrite.h"
+#include "proxy/px_tls.h"
 
 #include "common/log.h"
 #include "common/sbtoken.h"
@@ -60,6 +61,7 @@ struct px_conn {
 	struct px_ev ev;
 	struct px_worker *w;
 	int fd;
+	px_ssl *ssl;         /* HTTPS: the client's TLS session, or NULL */
 	bool rd, wr, admin;
 	char addr[48];       /* the client's address, as X-Forwarded-For gives it */
 	char peer[48];       /* the socket's peer */
@@ -178,9 +180,43 @@ static int dir_classify(struct dir *d)
 	return 0;
 }
 
-/* Reads from fd into d.  1 bytes came, 0 EOF, -1 EAGAIN (rd cleared),
- * -2 error, -3 no buffer. */
-static int dir_read(struct px_worker *w, struct dir *d, int fd, bool *rd, uint64_t *count)
+/* One read from fd, or from the TLS session when ssl is set.  As read(2),
+ * with -1/EAGAIN when the socket must become readable (or writable: then
+ * *other, the writable flag, is cleared instead). */
+static ssize_t io_read(int fd, px_ssl *ssl, char *b, size_t n, bool *rd, bool *other)
+{
+	ssize_t r;
+
+	if (!ssl) {
+		do
+			r = read(fd, b, n);
+		while (r == -1 && errno == EINTR);
+		if (r == -1 && errno == EAGAIN)
+			*rd = false;
+		return r;
+	}
+	{
+		bool want_write;
+
+		r = px_tls_read(ssl, b, n, &want_write);
+		if (r == -1) {
+			if (want_write && other)
+				*other = false;
+			else
+				*rd = false;
+			errno = EAGAIN;
+		} else if (r == -2) {
+			errno = EPROTO;
+			r = -1;
+		}
+	}
+	return r;
+}
+
+/* Reads from fd (or ssl) into d.  1 bytes came, 0 EOF, -1 wait, -2 error,
+ * -3 no buffer, -4 the buffer is full (rd stays set: a write makes room). */
+static int dir_read(struct px_worker *w, struct dir *d, int fd, px_ssl *ssl, bool *rd,
+		    bool *other, uint64_t *count)
 {
 	ssize_t n;
 
@@ -197,14 +233,13 @@ static int dir_read(struct px_worker *w, struct dir *d, int fd, bool *rd, uint64
 		d->off = 0;
 	}
 	if (d->len == PX_BLOCK)
-		return -4; /* full: rd stays set, a write makes room */
-	do
-		n = read(fd, d->b + d->len, PX_BLOCK - d->len);
-	while (n == -1 && errno == EINTR);
+		return -4;
+	n = io_read(fd, ssl, d->b + d->len, PX_BLOCK - d->len, rd, other);
 	if (n > 0) {
 		/* A short read emptied the socket: like EAGAIN, the next bytes
-		 * (or the FIN) make a new edge, so no read is spent to see it. */
-		if ((size_t)n < PX_BLOCK - d->len)
+		 * (or the FIN) make a new edge, so no read is spent to see it.
+		 * Not so for TLS, which may hold a whole record back. */
+		if (!ssl && (size_t)n < PX_BLOCK - d->len)
 			*rd = false;
 		d->len += (size_t)n;
 		if (count)
@@ -213,16 +248,13 @@ static int dir_read(struct px_worker *w, struct dir *d, int fd, bool *rd, uint64
 	}
 	if (n == 0)
 		return 0;
-	if (errno == EAGAIN) {
-		*rd = false;
-		return -1;
-	}
-	return -2;
+	return errno == EAGAIN ? -1 : -2;
 }
 
-/* Writes d's head and message bytes to fd.  1 all written, 0 some left
- * (wr cleared), -1 error. */
-static int dir_write(struct px_worker *w, struct dir *d, int fd, bool *wr, uint64_t *count)
+/* Writes d's head and message bytes to fd (or ssl).  1 all written, 0 some
+ * left (wr cleared, or *other when TLS must read first), -1 error. */
+static int dir_write(struct px_worker *w, struct dir *d, int fd, px_ssl *ssl, bool *wr,
+		     bool *other, uint64_t *count)
 {
 	(void)w;
 	while (d->hoff < d->hdr.len || d->off < d->end) {
@@ -237,15 +269,31 @@ static int dir_write(struct px_worker *w, struct dir *d, int fd, bool *wr, uint6
 			iov[n++] = (struct iovec){d->hdr.data + d->hoff, hleft};
 		if (d->off < d->end)
 			iov[n++] = (struct iovec){d->b + d->off, d->end - d->off};
-		do
-			r = writev(fd, iov, n);
-		while (r == -1 && errno == EINTR);
-		if (r == -1) {
-			if (errno == EAGAIN) {
-				*wr = false;
+		if (ssl) {
+			bool want_read;
+
+			/* one record per call: the head, then the data */
+			r = px_tls_write(ssl, iov[0].iov_base, iov[0].iov_len, &want_read);
+			if (r == -1) {
+				if (want_read && other)
+					*other = false;
+				else
+					*wr = false;
 				return 0;
 			}
-			return -1;
+			if (r < 0)
+				return -1;
+		} else {
+			do
+				r = writev(fd, iov, n);
+			while (r == -1 && errno == EINTR);
+			if (r == -1) {
+				if (errno == EAGAIN) {
+					*wr = false;
+					return 0;
+				}
+				return -1;
+			}
 		}
 		if ((size_t)r <= hleft) {
 			d->hoff += (size_t)r;
@@ -290,6 +338,9 @@ static void conn_free(struct px_conn *c)
 	if (c->st == CS_TUNNEL)
 		atomic_fetch_sub(&w->p->st.tunnels_open, 1);
 	rt_leave(c);
+	if (c->ssl)
+		px_tls_close(c->ssl);
+	c->ssl = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	if (!c->admin)
@@ -368,12 +419,21 @@ void px_conn_accept(struct px_worker *w, int fd, bool admin)
 		if (!admin)
 			c->admin = true; /* nothing to give back at close */
 		atomic_fetch_add(&p->st.refused_limit, 1);
-		(void)send(fd,
+		if (!p->s.tls)
+			(void)send(fd,
 			   "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n"
 			   "Connection: close\r\n\r\n",
 			   95, MSG_NOSIGNAL | MSG_DONTWAIT);
 		conn_free(c);
 		return;
+	}
+	if (!admin && p->s.tls) {
+		c->ssl = px_tls_accept(p->s.tls, fd);
+		c->tls = true;
+		if (!c->ssl) {
+			conn_free(c);
+			return;
+		}
 	}
 	if (px_worker_watch(w, fd, &c->ev) == -1)
 		conn_free(c);
@@ -480,7 +540,7 @@ static enum step step_head(struct px_conn *c)
 			dir_trim(c->w, d);
 			return WAIT;
 		}
-		n = dir_read(c->w, d, c->fd, &c->rd, NULL);
+		n = dir_read(c->w, d, c->fd, c->ssl, &c->rd, &c->wr, NULL);
 		if (n == 1) {
 			/* A head has begun: it has head_timeout from now at most (an
 			 * idle connection's longer deadline shrinks; a slow one's never
@@ -576,7 +636,7 @@ static enum step on_request(struct px_conn *c)
 
 		if (xf && xf->value.n < sizeof(c->addr))
 			snprintf(c->addr, sizeof(c->addr), "%.*s", (int)xf->value.n, xf->value.p);
-		c->tls = xp && px_span_ieq(xp->value, "https");
+		c->tls = c->ssl || (xp && px_span_ieq(xp->value, "https"));
 	}
 	if (!h->host.p || !px_host_route(h->host, p->s.domain, &c->route)) {
 		c->route.id[0] = '\0';
@@ -1072,13 +1132,13 @@ static enum step step_proxy(struct px_conn *c)
 		if (!dir_flushed(&c->c2u)) {
 			size_t before = c->c2u.off + c->c2u.hoff;
 
-			r = dir_write(w, &c->c2u, up->fd, &up->wr, &in);
+			r = dir_write(w, &c->c2u, up->fd, NULL, &up->wr, NULL, &in);
 			if (r == -1)
 				return retry_or_fail(c, "closed the connection");
 			progress |= c->c2u.off + c->c2u.hoff != before;
 		}
 		if (!c->c2u.framed && c->rd && dir_room(&c->c2u)) {
-			r = dir_read(w, &c->c2u, c->fd, &c->rd, NULL);
+			r = dir_read(w, &c->c2u, c->fd, c->ssl, &c->rd, &c->wr, NULL);
 			if (r == 1) {
 				if (dir_classify(&c->c2u) == -1) {
 					c->keep = false;
@@ -1095,7 +1155,7 @@ static enum step step_proxy(struct px_conn *c)
 		if (!dir_flushed(&c->u2c)) {
 			size_t before = c->u2c.off + c->u2c.hoff;
 
-			r = dir_write(w, &c->u2c, c->fd, &c->wr, &out);
+			r = dir_write(w, &c->u2c, c->fd, c->ssl, &c->wr, &c->rd, &out);
 			if (r == -1) {
 				conn_free(c);
 				return GONE;
@@ -1103,7 +1163,7 @@ static enum step step_proxy(struct px_conn *c)
 			progress |= c->u2c.off + c->u2c.hoff != before;
 		}
 		if (!c->u2c.framed && !c->u2c.eof && up->rd && dir_room(&c->u2c)) {
-			r = dir_read(w, &c->u2c, up->fd, &up->rd, NULL);
+			r = dir_read(w, &c->u2c, up->fd, NULL, &up->rd, NULL, NULL);
 			if (r == 1) {
 				progress = true;
 				if (!c->resp_head) {
@@ -1128,7 +1188,7 @@ static enum step step_proxy(struct px_conn *c)
 					/* cut short: pass on what came, then cut the client */
 					c->close_after = true;
 					c->keep = false;
-					(void)dir_write(w, &c->u2c, c->fd, &c->wr, &out);
+					(void)dir_write(w, &c->u2c, c->fd, c->ssl, &c->wr, &c->rd, &out);
 					conn_free(c);
 					return GONE;
 				}
@@ -1152,8 +1212,16 @@ static enum step step_proxy(struct px_conn *c)
 
 /* ---- TUNNEL: bytes both ways until both sides are done ---- */
 
-static enum step tunnel_dir(struct px_conn *c, struct dir *d, int src, bool *src_rd, int dst,
-			    bool *dst_wr, uint64_t *count, bool from_up, bool *progress)
+/* One direction of a tunnel: src (read readiness src_rd, TLS src_ssl) to
+ * dst.  The other readiness flags are what a TLS session may want instead. */
+struct end {
+	int fd;
+	px_ssl *ssl;
+	bool *rd, *wr;
+};
+
+static enum step tunnel_dir(struct px_conn *c, struct dir *d, struct end src, struct end dst,
+			    uint64_t *count, bool from_up, bool *progress)
 {
 	struct px_worker *w = c->w;
 
@@ -1164,7 +1232,7 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, int src, bool *src
 			size_t before = d->off + d->hoff;
 
 			d->end = d->len;
-			r = dir_write(w, d, dst, dst_wr, count);
+			r = dir_write(w, d, dst.fd, dst.ssl, dst.wr, dst.rd, count);
 			if (r == -1)
 				return GONE;
 			*progress |= d->off + d->hoff != before;
@@ -1173,14 +1241,16 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, int src, bool *src
 		}
 		if (d->eof) {
 			if (!d->shut) {
-				shutdown(dst, SHUT_WR);
+				if (dst.ssl)
+					px_tls_shutdown(dst.ssl);
+				shutdown(dst.fd, SHUT_WR);
 				d->shut = true;
 			}
 			break;
 		}
-		if (!*src_rd)
+		if (!*src.rd)
 			break;
-		r = dir_read(w, d, src, src_rd, NULL);
+		r = dir_read(w, d, src.fd, src.ssl, src.rd, src.wr, NULL);
 		if (r == 1) {
 			d->end = d->len;
 			*progress = true;
@@ -1210,8 +1280,10 @@ static enum step step_tunnel(struct px_conn *c)
 	uint64_t in = 0, out = 0;
 	bool progress = false;
 
-	if (tunnel_dir(c, &c->u2c, up->fd, &up->rd, c->fd, &c->wr, &out, true, &progress) == GONE ||
-	    tunnel_dir(c, &c->c2u, c->fd, &c->rd, up->fd, &up->wr, &in, false, &progress) == GONE ||
+	struct end cl = {c->fd, c->ssl, &c->rd, &c->wr}, sb = {up->fd, NULL, &up->rd, &up->wr};
+
+	if (tunnel_dir(c, &c->u2c, sb, cl, &out, true, &progress) == GONE ||
+	    tunnel_dir(c, &c->c2u, cl, sb, &in, false, &progress) == GONE ||
 	    (c->c2u.eof && c->u2c.eof && dir_flushed(&c->c2u) && dir_flushed(&c->u2c))) {
 		conn_free(c);
 		return GONE;
@@ -1232,7 +1304,7 @@ static enum step step_tunnel(struct px_conn *c)
 static enum step step_answer(struct px_conn *c)
 {
 	struct px_worker *w = c->w;
-	int r = dir_write(w, &c->u2c, c->fd, &c->wr, NULL);
+	int r = dir_write(w, &c->u2c, c->fd, c->ssl, &c->wr, &c->rd, NULL);
 
 	if (r == -1) {
 		conn_free(c);
@@ -1265,6 +1337,8 @@ static enum step step_linger(struct px_conn *c)
 			c->up = NULL;
 		}
 		dir_free(w, &c->u2c);
+		if (c->ssl)
+			px_tls_shutdown(c->ssl);
 		shutdown(c->fd, SHUT_WR);
 		c->deadline = w->now + LINGER_MS;
 	}

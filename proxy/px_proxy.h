@@ -4,6 +4,7 @@
 #ifndef PX_PROXY_H
 #define PX_PROXY_H
 #include "proxy/px_route.h"
+#include "proxy/px_tls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,7 +36,7 @@ struct px_settings {
 	const char *credential;      /* node credential: the admin endpoints want it */
 	const char *node_socket;
 	const char *trusted_peers;   /* comma-separated addresses whose X-Forwarded-* count */
-	bool splice;                 /* move bodies with splice(2) */
+	struct px_tls *tls;          /* HTTPS on the listeners, or NULL */
 };
 
 /* Counters, all lock-free. */
