@@ -581,7 +581,9 @@ static void route_activity(struct pt_portal *p, const struct hsrv_req *req,
 		return;
 	}
 	{
-		struct pt_node *nd = pt_nodes_get(p, node);
+		/* A node the portal has not heard from yet is not made here: its
+		 * proxy reports again in a few seconds. */
+		struct pt_node *nd = pt_nodes_find(p, node);
 
 		if (nd && strlen(proxy) < sizeof(nd->proxy))
 			snprintf(nd->proxy, sizeof(nd->proxy), "%s", proxy);

@@ -6,7 +6,7 @@
 // the document (--routes: "METHOD PATH" lines from the source).
 // Prints TAP lines; needs a portal with at least one node up.
 //
-//   node portal-openapi-test.mjs --url URL --key ADMIN_KEY --routes FILE
+//   node portal-openapi-test.mjs --url URL --key ADMIN_KEY --routes FILE [--node-cred C]
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
@@ -84,6 +84,22 @@ await call('GET', '/sbv1/keys', '/sbv1/keys');
 await call('DELETE', '/sbv1/keys/{id}', `/sbv1/keys/${k.json?.id}`);
 await call('DELETE', '/sbv1/keys/{id}', '/sbv1/keys/000000000000');
 await call('POST', '/sbv1/nodes/heartbeat', '/sbv1/nodes/heartbeat', { key: 'wrong-credential', body: {} });
+
+// What proxies call, with the node credential (--node-cred).
+const cred = args['node-cred'];
+await call('GET', '/sbv1/routes', '/sbv1/routes', { key: 'wrong-credential' });
+if (cred) {
+	const list = await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes');
+	const some = list.json?.sandboxes?.[0]?.id || 'sb-0000000000000000';
+	await call('GET', '/sbv1/routes', '/sbv1/routes?after=0', { key: cred });
+	await call('GET', '/sbv1/routes/{id}', `/sbv1/routes/${some}`, { key: cred });
+	await call('GET', '/sbv1/routes/{id}', '/sbv1/routes/sb-0000000000000000', { key: cred });
+	await call('POST', '/sbv1/routes/{id}/wake', `/sbv1/routes/${some}/wake`, { key: cred });
+	await call('POST', '/sbv1/routes/{id}/wake', '/sbv1/routes/sb-0000000000000000/wake', { key: cred });
+	await call('POST', '/sbv1/routes/activity', '/sbv1/routes/activity',
+		{ key: cred, body: { node: 'openapi-none', proxy: '', sandboxes: [{ id: some, requests: 1, idle_ms: 5 }] } });
+	await call('POST', '/sbv1/routes/activity', '/sbv1/routes/activity', { key: cred, body: { node: 1 } });
+}
 
 // Every operation of the document was called, and every route of the
 // server is in the document.

@@ -377,7 +377,7 @@ check "no row was left half-made" bash -c '[[ $(sqlite3 "$1" "SELECT COUNT(*) FR
 # --- the OpenAPI document, metrics, logs, SIGTERM ------------------------------
 release_all
 sed -n 's/^\t\t{\(NULL\|"\([A-Z]*\)"\), "\([^"]*\)", h_[a-z_]*},$/\2 \3/p' portal/pt_api.c | sed 's/^ /ANY /' >"$work/routes"
-(cd tests/e2e && node portal-openapi-test.mjs --url "$PORTAL" --key "$ADMIN" --routes "$work/routes") |
+(cd tests/e2e && node portal-openapi-test.mjs --url "$PORTAL" --key "$ADMIN" --routes "$work/routes" --node-cred "$CLUSTER_CRED") |
 	sed 's/^\(not \)\{0,1\}ok - /&openapi: /'
 for m in acquire_seconds_bucket queue_wait_seconds_count queue_depth 'sandboxes{state="released"' node_up \
 	node_memory_bytes node_sandboxes lease_expiries_total; do
