@@ -75,9 +75,10 @@ struct px_routes *px_routes_new(const struct px_route_cfg *cfg, void (*wake)(voi
 		r->statics = strdup(cfg->static_routes);
 		for (const char *s = r->statics; s && *s;) {
 			const char *end = strchr(s, ','), *eq = strchr(s, '='), *colon;
+			size_t len = end ? (size_t)(end - s) : strlen(s);
 
-			if (!eq || (end && eq > end) || eq == s ||
-			    !(colon = strrchr(s, ':')) || (end && colon > end) || colon < eq) {
+			colon = memrchr(s, ':', len);
+			if (!eq || (end && eq > end) || eq == s || !colon || colon < eq) {
 				err_set(e, 0, "static route `%.*s` is not id=host:port",
 					end ? (int)(end - s) : (int)strlen(s), s);
 				px_routes_free(r);

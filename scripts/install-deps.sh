@@ -15,8 +15,9 @@ PKGS=(
 	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC
 	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool libjpeg-turbo-progs openssl
-	# node for the end-to-end clients (playwright-core, MCP SDK)
-	nodejs
+	# node for the end-to-end clients (playwright-core, MCP SDK); python3 for
+	# tests/lib/proxy-tool.py (the proxy test's upstream and raw clients)
+	nodejs python3
 	# every program resolves *.localhost (the all-in-one's proxy names) to loopback
 	libnss-myhostname
 	# bench/proxy.sh: cloche-proxy against nginx, driven by wrk
