@@ -16,6 +16,12 @@ static const char *const dropped[] = {
  * headers are for this hop only). */
 static bool named_in_connection(const struct px_head *h, struct px_span name)
 {
+	/* Never the fields that frame or route the message: `Connection:
+	 * content-length` must not make the proxy send a body the sandbox
+	 * does not expect (a smuggling shape). */
+	if (px_span_ieq(name, "host") || px_span_ieq(name, "content-length") ||
+	    px_span_ieq(name, "transfer-encoding"))
+		return false;
 	for (size_t i = 0; i < h->nh; i++) {
 		struct px_span v = h->h[i].value;
 		size_t a = 0;
@@ -216,8 +222,8 @@ static int add_param(char *target, size_t cap, const char *param)
 	char *q = strchr(target, '?'), *hash = strchr(target, '#');
 	int w;
 
-	if (hash)
-		return 0; /* clients do not send fragments; leave such a target alone */
+	if (hash || target[0] != '/')
+		return 0; /* fragments (refused by the parser anyway) and `*` stay as they are */
 	for (char *s = q; s && *s;) {
 		s++;
 		if (strncmp(s, param, nl) == 0 && (s[nl] == '=' || s[nl] == '&' || !s[nl]))

@@ -739,6 +739,19 @@ START_TEST(rewrite_connection_names_and_tabbed_cookie)
 				       "Content-Length: 0\r\n\r\n", 67, false, &h, NULL), PX_HEAD_OK);
 	ck_assert_int_eq(px_rewrite_resp(&h, true, 1, &b, &e), 0);
 	ck_assert_str_eq(buf_str(&b), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	/* the framing and routing fields stay whatever Connection names */
+	buf_reset(&b);
+	parse("POST /a HTTP/1.1\r\n" H "Connection: content-length, host, transfer-encoding\r\n"
+	      "Content-Length: 5\r\n\r\n", &h);
+	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
+	s = buf_str(&b);
+	ck_assert_msg(strstr(s, "\r\nContent-Length: 5\r\n") && strstr(s, "\r\nHost: "), "%s", s);
+	/* OPTIONS * gets no query */
+	buf_reset(&b);
+	parse("OPTIONS * HTTP/1.1\r\n" H "\r\n", &h);
+	o.add_query = "secret=S";
+	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
+	ck_assert_msg(strncmp(buf_str(&b), "OPTIONS * HTTP/1.1\r\n", 20) == 0, "%s", buf_str(&b));
 	buf_free(&b);
 }
 END_TEST
