@@ -145,12 +145,11 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 {
 	char path[256], id[48], action[32] = "";
 	const struct px_header *auth = px_head_get(h, "authorization");
-	size_t plen = strcspn(h->target.p, "?");
+	const char *qm = memchr(h->target.p, '?', h->target.n);
+	size_t plen = qm ? (size_t)(qm - h->target.p) : h->target.n;
 	uint64_t now = util_now_ms();
 	bool get = px_span_ieq(h->method, "GET"), post = px_span_ieq(h->method, "POST");
 
-	if (plen > h->target.n)
-		plen = h->target.n;
 	if (plen >= sizeof(path)) {
 		fail(out, 404, "not_found", "no such endpoint");
 		return;

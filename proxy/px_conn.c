@@ -63,6 +63,7 @@ struct px_conn {
 	int fd;
 	px_ssl *ssl;         /* HTTPS: the client's TLS session, or NULL */
 	bool rd, wr, admin;
+	bool hup;            /* the client's FIN (or an error) was reported */
 	char addr[48];       /* the client's address, as X-Forwarded-For gives it */
 	char peer[48];       /* the socket's peer */
 	enum cst st;
@@ -215,7 +216,7 @@ static ssize_t io_read(int fd, px_ssl *ssl, char *b, size_t n, bool *rd, bool *o
 
 /* Reads from fd (or ssl) into d.  1 bytes came, 0 EOF, -1 wait, -2 error,
  * -3 no buffer, -4 the buffer is full (rd stays set: a write makes room). */
-static int dir_read(struct px_worker *w, struct dir *d, int fd, px_ssl *ssl, bool *rd,
+static int dir_read(struct px_worker *w, struct dir *d, int fd, px_ssl *ssl, bool hup, bool *rd,
 		    bool *other, uint64_t *count)
 {
 	ssize_t n;
@@ -238,8 +239,10 @@ static int dir_read(struct px_worker *w, struct dir *d, int fd, px_ssl *ssl, boo
 	if (n > 0) {
 		/* A short read emptied the socket: like EAGAIN, the next bytes
 		 * (or the FIN) make a new edge, so no read is spent to see it.
-		 * Not so for TLS, which may hold a whole record back. */
-		if (!ssl && (size_t)n < PX_BLOCK - d->len)
+		 * Not so for TLS, which may hold a whole record back, nor
+		 * once the FIN was reported: it came with this edge, and no
+		 * other will say so. */
+		if (!ssl && !hup && (size_t)n < PX_BLOCK - d->len)
 			*rd = false;
 		d->len += (size_t)n;
 		if (count)
@@ -419,11 +422,11 @@ void px_conn_accept(struct px_worker *w, int fd, bool admin)
 		if (!admin)
 			c->admin = true; /* nothing to give back at close */
 		atomic_fetch_add(&p->st.refused_limit, 1);
+		static const char full[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+					   "Retry-After: 1\r\nConnection: close\r\n\r\n";
+
 		if (!p->s.tls)
-			(void)send(fd,
-			   "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n"
-			   "Connection: close\r\n\r\n",
-			   95, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		conn_free(c);
 		return;
 	}
@@ -540,7 +543,7 @@ static enum step step_head(struct px_conn *c)
 			dir_trim(c->w, d);
 			return WAIT;
 		}
-		n = dir_read(c->w, d, c->fd, c->ssl, &c->rd, &c->wr, NULL);
+		n = dir_read(c->w, d, c->fd, c->ssl, c->hup, &c->rd, &c->wr, NULL);
 		if (n == 1) {
 			/* A head has begun: it has head_timeout from now at most (an
 			 * idle connection's longer deadline shrinks; a slow one's never
@@ -985,16 +988,21 @@ static enum step retry_or_fail(struct px_conn *c, const char *what)
 {
 	char msg[200];
 
-	if (c->retry_ok && !c->resp_head && c->u2c.len == c->u2c.off && !c->retried) {
+	if (c->retry_ok && !c->resp_head && c->u2c.len == c->u2c.off && !c->retried &&
+	    c->c2u.hdr.len) {
+		struct err e = ERR_INIT;
+
+		/* The same upstream head again (it is kept until an answer
+		 * begins; the request's own bytes may be gone from c2u). */
 		c->retried = true;
 		px_up_close(c->w, c->up, false);
 		c->up = NULL;
-		c->c2u.off -= c->head_len; /* the head again, rebuilt on the new route */
-		c->consumed = false;
 		c->c2u.hoff = 0;
-		buf_reset(&c->c2u.hdr);
-		c->head_ok = false;
-		c->st = CS_ROUTE;
+		c->u2c.eof = false;
+		if (up_new(c, &c->view, &e) == -1)
+			return answer(c, 502, "upstream_unreachable", e.msg, NULL);
+		c->st = CS_CONNECT;
+		c->deadline = c->w->now + (uint64_t)c->w->p->s.connect_timeout_ms;
 		return AGAIN;
 	}
 	snprintf(msg, sizeof(msg), "the sandbox's server %s (port %d)", what, c->route.port);
@@ -1086,12 +1094,15 @@ static enum step resp_head(struct px_conn *c, bool *more)
 			return AGAIN;
 		}
 		if (h->status < 200) {
-			/* 100 Continue and friends: pass on, read the next head. */
-			if (buf_append(&d->hdr, d->b + d->off, h->len, &e) == -1)
-				return answer(c, 502, "bad_response", e.msg, NULL);
+			/* 100 Continue and friends: pass on (not to an HTTP/1.0
+			 * client, which knows none), read the next head. */
+			if (c->minor == 1) {
+				if (buf_append(&d->hdr, d->b + d->off, h->len, &e) == -1)
+					return answer(c, 502, "bad_response", e.msg, NULL);
+				c->sent = true;
+			}
 			d->off += h->len;
 			d->end = d->off;
-			c->sent = true;
 			continue;
 		}
 		c->resp_head = true;
@@ -1138,7 +1149,7 @@ static enum step step_proxy(struct px_conn *c)
 			progress |= c->c2u.off + c->c2u.hoff != before;
 		}
 		if (!c->c2u.framed && c->rd && dir_room(&c->c2u)) {
-			r = dir_read(w, &c->c2u, c->fd, c->ssl, &c->rd, &c->wr, NULL);
+			r = dir_read(w, &c->c2u, c->fd, c->ssl, c->hup, &c->rd, &c->wr, NULL);
 			if (r == 1) {
 				if (dir_classify(&c->c2u) == -1) {
 					c->keep = false;
@@ -1163,7 +1174,7 @@ static enum step step_proxy(struct px_conn *c)
 			progress |= c->u2c.off + c->u2c.hoff != before;
 		}
 		if (!c->u2c.framed && !c->u2c.eof && up->rd && dir_room(&c->u2c)) {
-			r = dir_read(w, &c->u2c, up->fd, NULL, &up->rd, NULL, NULL);
+			r = dir_read(w, &c->u2c, up->fd, NULL, up->hup, &up->rd, NULL, NULL);
 			if (r == 1) {
 				progress = true;
 				if (!c->resp_head) {
@@ -1217,6 +1228,7 @@ static enum step step_proxy(struct px_conn *c)
 struct end {
 	int fd;
 	px_ssl *ssl;
+	bool hup;
 	bool *rd, *wr;
 };
 
@@ -1250,7 +1262,7 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, struct end src, st
 		}
 		if (!*src.rd)
 			break;
-		r = dir_read(w, d, src.fd, src.ssl, src.rd, src.wr, NULL);
+		r = dir_read(w, d, src.fd, src.ssl, src.hup, src.rd, src.wr, NULL);
 		if (r == 1) {
 			d->end = d->len;
 			*progress = true;
@@ -1280,7 +1292,8 @@ static enum step step_tunnel(struct px_conn *c)
 	uint64_t in = 0, out = 0;
 	bool progress = false;
 
-	struct end cl = {c->fd, c->ssl, &c->rd, &c->wr}, sb = {up->fd, NULL, &up->rd, &up->wr};
+	struct end cl = {c->fd, c->ssl, c->hup, &c->rd, &c->wr},
+		   sb = {up->fd, NULL, up->hup, &up->rd, &up->wr};
 
 	if (tunnel_dir(c, &c->u2c, sb, cl, &out, true, &progress) == GONE ||
 	    tunnel_dir(c, &c->c2u, cl, sb, &in, false, &progress) == GONE ||
@@ -1389,6 +1402,8 @@ void px_conn_event(struct px_conn *c, uint32_t ev)
 {
 	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		c->rd = true;
+	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->hup = true;
 	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		c->wr = true;
 	run(c);
@@ -1398,6 +1413,8 @@ void px_up_event(struct px_worker *w, struct px_up *up, uint32_t ev)
 {
 	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		up->rd = true;
+	if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		up->hup = true;
 	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		up->wr = true;
 	if (up->conn) {

@@ -274,7 +274,7 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 		    struct err *e)
 {
 	struct run run = {NULL, NULL};
-	bool conn = px_head_get(h, "connection") != NULL;
+	bool conn = px_head_get(h, "connection") != NULL, seen_cl = false;
 
 	if (buf_append(out, h->start.p, h->start.n, e) == -1 || buf_appends(out, "\r\n", e) == -1)
 		return -1;
@@ -284,6 +284,10 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 
 		for (const char *const *d = resp_dropped; *d && !drop; d++)
 			drop = px_span_ieq(x->name, *d);
+		if (px_span_ieq(x->name, "content-length")) {
+			drop |= seen_cl;
+			seen_cl = true;
+		}
 		if (!drop && conn)
 			drop = named_in_connection(h, x->name);
 		if (drop ? run_flush(&run, out, e) == -1 : run_keep(&run, h, i, out, e) == -1)
@@ -302,7 +306,7 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 	char target[8192];
 	struct px_span t;
 	const struct px_header *host = NULL;
-	bool conn = px_head_get(h, "connection") != NULL;
+	bool conn = px_head_get(h, "connection") != NULL, seen_cl = false;
 	struct run run = {NULL, NULL};
 
 	if (buf_append(out, h->method.p, h->method.n, e) == -1 || buf_appends(out, " ", e) == -1)
@@ -324,14 +328,18 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 		if (buf_appends(out, target, e) == -1)
 			return -1;
 	}
-	if (buf_appends(out, " HTTP/1.1\r\n", e) == -1)
+	/* An HTTP/1.0 client's request goes as 1.0: the server then sends
+	 * nothing a 1.0 client cannot read (chunked, 1xx). */
+	if (buf_appends(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", e) == -1)
 		return -1;
 	for (size_t i = 0; i < h->nh; i++) {
 		const struct px_header *x = &h->h[i];
 
+		bool cl = px_span_ieq(x->name, "content-length");
+
 		if (!host && px_span_ieq(x->name, "host"))
 			host = x;
-		if (is_dropped(x->name, o->upgrade) ||
+		if (is_dropped(x->name, o->upgrade) || (cl && seen_cl) ||
 		    (conn && !(o->upgrade && px_span_ieq(x->name, "upgrade")) &&
 		     named_in_connection(h, x->name)) ||
 		    (!o->keep_token && px_span_ieq(x->name, "authorization") &&
@@ -342,6 +350,7 @@ int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct 
 				return -1;
 			continue;
 		}
+		seen_cl |= cl; /* repeats (equal: the parser saw to it) go as one */
 		if (!o->keep_token && px_span_ieq(x->name, "cookie")) {
 			if (run_flush(&run, out, e) == -1 || cookie_without_ours(x->value, out, e) == -1)
 				return -1;

@@ -151,6 +151,10 @@ void px_idle_put(struct px_worker *w, struct px_up *up)
 	char b;
 
 	up->conn = NULL;
+	if (up->hup) {
+		px_up_close(w, up, false);
+		return;
+	}
 	if (up->rd) {
 		/* The last read did not see EAGAIN: a close (or stray bytes) may
 		 * be waiting, which no new edge would report. */

@@ -33,6 +33,7 @@ struct px_up {
 	bool remote;             /* to another proxy */
 	bool connected;
 	bool rd, wr;             /* readiness (edge-triggered) */
+	bool hup;                /* the server's FIN (or an error) was reported */
 	struct px_conn *conn;    /* the user, or NULL when idle */
 	uint64_t idle_since;
 	struct px_up *next;      /* in the worker's idle list */

@@ -187,7 +187,7 @@ static void rewrite_check(const struct px_head *h, const struct px_rewrite_opts 
 		CHECK(h2.len == b.len);
 		/* upstream frames the body as the proxy walked it */
 		CHECK(h2.body == h->body && h2.content_length == h->content_length);
-		CHECK(h2.minor == 1 && h2.host.n == h->host.n &&
+		CHECK(h2.minor == h->minor && h2.host.n == h->host.n &&
 		      memcmp(h2.host.p, h->host.p, h->host.n) == 0);
 		if (o->keep_token && !o->add_query)
 			CHECK(h2.target.n == h->target.n &&

@@ -41,7 +41,8 @@ px_start() { # extra options...
 		--head-timeout 2s --read-timeout 3s --max-conns-client 1500 "$@" >>"$work/proxy.log" 2>&1 &
 	pxpid=$!
 	pids+=($pxpid)
-	for _ in $(seq 50); do curl -sf "http://127.0.0.1:$admin/healthz" >/dev/null && return 0; sleep 0.1; done
+	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$admin/healthz" >/dev/null && return 0; sleep 0.1; done
+	tail -n 5 "$work/proxy.log" | sed 's/^/# /'
 	return 1
 }
 check "the proxy starts" px_start
@@ -117,6 +118,13 @@ check "SSE: the first event arrives long before the last (streamed, not buffered
 	jt '.events == 5 and .first_s < 0.3 and .total_s > 1.5' "$s"
 r=$(c "$HA" -H "Authorization: Bearer $TA" "http://$HA:$port/close")
 check "a close-delimited answer passes whole" test "$r" = "until close"
+t0=$(now_ms)
+for _ in 1 2 3 4 5; do c "$HA" -o /dev/null -H "Authorization: Bearer $TA" "http://$HA:$port/close"; done
+check "... and ends when the server closes (5 in $(($(now_ms) - t0)) ms, not at the read timeout)" \
+	test $(($(now_ms) - t0)) -lt 2500
+r=$(c "$HA" -H "Authorization: Bearer $TA" "http://$HA:$port/once" "http://$HA:$port/echo?after=once")
+check "a kept upstream connection the server dropped: the next request goes again on a new one" \
+	bash -c 'grep -q "^once$" <<<"$1" && grep -q "after=once" <<<"$1"' _ "$r"
 
 # --- WebSockets ---------------------------------------------------------------------
 check "a WebSocket echoes through the proxy" \

@@ -80,6 +80,11 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
+        if getattr(self, "doomed", False):
+            # /once said so: this connection's next request is dropped
+            # unanswered, as a server that timed the connection out would.
+            self.close_connection = True
+            return
         path, _, query = self.path.partition("?")
         q = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
@@ -124,6 +129,9 @@ class Upstream(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if path == "/once":
+            self.doomed = True
+            return self.reply(200, b"once\n", "text/plain")
         if path == "/slow":
             time.sleep(int(q.get("ms", "1000")) / 1000)
             return self.reply(200, b"slow\n", "text/plain")

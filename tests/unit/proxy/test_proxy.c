@@ -746,6 +746,17 @@ START_TEST(rewrite_connection_names_and_tabbed_cookie)
 	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
 	s = buf_str(&b);
 	ck_assert_msg(strstr(s, "\r\nContent-Length: 5\r\n") && strstr(s, "\r\nHost: "), "%s", s);
+	/* an HTTP/1.0 request goes as 1.0; equal Content-Lengths go as one */
+	buf_reset(&b);
+	parse("POST /a HTTP/1.0\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n", &h);
+	ck_assert_int_eq(px_rewrite(&h, &o, &b, &e), 0);
+	s = buf_str(&b);
+	ck_assert_msg(strncmp(s, "POST /a HTTP/1.0\r\nContent-Length: 2\r\nX-Forwarded-For", 52) == 0, "%s", s);
+	buf_reset(&b);
+	ck_assert_int_eq(px_resp_parse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+				       57, false, &h, NULL), PX_HEAD_OK);
+	ck_assert_int_eq(px_rewrite_resp(&h, true, 1, &b, &e), 0);
+	ck_assert_str_eq(buf_str(&b), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
 	/* OPTIONS * gets no query */
 	buf_reset(&b);
 	parse("OPTIONS * HTTP/1.1\r\n" H "\r\n", &h);
