@@ -1,18 +1,8 @@
 /* URL query parameters; see query.h. */
 #include "common/query.h"
+#include "common/util.h"
 
 #include <string.h>
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int query_get(const char *q, const char *key, char *out, size_t len)
 {
@@ -38,8 +28,8 @@ int query_get(const char *q, const char *key, char *out, size_t len)
 
 					if (q + n - v < 3)
 						goto bad;
-					h = hexval(v[1]);
-					l = hexval(v[2]);
+					h = util_hexval(v[1]);
+					l = util_hexval(v[2]);
 					if (h < 0 || l < 0 || (h == 0 && l == 0))
 						goto bad;
 					c = h * 16 + l;

@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,24 @@ void util_freep(void *pp)
 	void **p = (void **)pp;
 	free(*p);
 	*p = NULL;
+}
+
+int util_read_secret(const char *path, char *out, size_t cap, size_t min, struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	size_t len;
+
+	if (fd == -1)
+		return err_set(e, errno, "open `%s`", path);
+	n = read(fd, out, cap - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\r\n")] = '\0';
+	len = strlen(out);
+	if (len < min)
+		return err_set(e, 0, "`%s` must hold a token of at least %zu characters", path, min);
+	return (int)len;
 }
 
 int util_write_all(int fd, const void *buf, size_t len)

@@ -4,6 +4,7 @@
 #ifndef CLOCHE_UTIL_H
 #define CLOCHE_UTIL_H
 
+#include "common/err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +32,24 @@ static inline void *take_ptr(void *pp)
 	void *r = *p;
 	*p = NULL;
 	return r;
+}
+
+/* Reads a secret (a credential) from the first line of file path into
+ * out (cap bytes, NUL-terminated, without the line end); at least min
+ * characters.  Returns its length, or -1 with e set (e->code is the errno
+ * when the file could not be opened, 0 when it holds too little). */
+int util_read_secret(const char *path, char *out, size_t cap, size_t min, struct err *e);
+
+/* The value of hex digit c (either case), or -1. */
+static inline int util_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* write(2) all of buf, retrying on EINTR and short writes.  0 or -1/errno. */

@@ -61,28 +61,6 @@ __attribute__((noreturn)) static void die(const char *what, const struct err *e)
 	exit(1);
 }
 
-static void read_secret(const char *path, char *out, size_t cap, size_t *len)
-{
-	struct err e = ERR_INIT;
-	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd == -1) {
-		err_set(&e, errno, "open `%s`", path);
-		die("cannot read the node credential", &e);
-	}
-	n = read(fd, out, cap - 1);
-	if (n < 0)
-		n = 0;
-	out[n] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
-	*len = strlen(out);
-	if (*len < 16) {
-		err_set(&e, 0, "`%s` must hold a token of at least 16 characters", path);
-		die("bad configuration", &e);
-	}
-}
-
 static void stop_loop(void *ud)
 {
 	hsrv_stop(((struct pt_portal *)ud)->srv);
@@ -186,8 +164,11 @@ static void load_cfg(struct pt_portal *p, struct cfg *c)
 		err_set(&e, 0, "--node-credential-file is required");
 		die("bad configuration", &e);
 	}
-	read_secret(cfg_str(c, "node-credential-file"), k->node_cred, sizeof(k->node_cred),
-		    &k->node_cred_len);
+	n = util_read_secret(cfg_str(c, "node-credential-file"), k->node_cred,
+			     sizeof(k->node_cred), 16, &e);
+	if (n < 0)
+		die(e.code ? "cannot read the node credential" : "bad configuration", &e);
+	k->node_cred_len = (size_t)n;
 	n = sbtoken_key_load(cfg_str(c, "token-key-file"), true, k->token_key, sizeof(k->token_key),
 			     &e);
 	if (n < 0)

@@ -73,25 +73,6 @@ __attribute__((noreturn)) static void die(const char *what, const struct err *e)
 	exit(1);
 }
 
-static void read_secret(const char *path, char *out, size_t cap)
-{
-	struct err e = ERR_INIT;
-	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd == -1) {
-		err_set(&e, errno, "open `%s`", path);
-		die("cannot read the node credential", &e);
-	}
-	n = read(fd, out, cap - 1);
-	out[n > 0 ? n : 0] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
-	if (strlen(out) < 16) {
-		err_set(&e, 0, "`%s` must hold a token of at least 16 characters", path);
-		die("bad configuration", &e);
-	}
-}
-
 static void wake_all(void *ud)
 {
 	struct px_proxy *p = ud;
@@ -158,7 +139,9 @@ static void settings(struct px_proxy *p, struct cfg *c)
 		die("bad configuration", &e);
 	}
 	if (cfg_str(c, "node-credential-file")) {
-		read_secret(cfg_str(c, "node-credential-file"), credential, sizeof(credential));
+		if (util_read_secret(cfg_str(c, "node-credential-file"), credential,
+				     sizeof(credential), 16, &e) < 0)
+			die(e.code ? "cannot read the node credential" : "bad configuration", &e);
 		s->credential = credential;
 	} else if (*cfg_str(c, "portal")) {
 		err_set(&e, 0, "--portal needs --node-credential-file");

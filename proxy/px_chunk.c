@@ -1,6 +1,8 @@
 /* The chunked-framing walker; see px_chunk.h.  RFC 9112 section 7.1. */
 #include "proxy/px_chunk.h"
 
+#include "common/util.h"
+
 enum {
 	CK_SIZE,    /* hex digits of a chunk size */
 	CK_BWS,     /* spaces or tabs after the size: then `;` or CR only */
@@ -24,17 +26,6 @@ void px_chunk_init(struct px_chunk *c)
 	c->ext = 0;
 }
 
-static int hexval(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 long px_chunk_scan(struct px_chunk *c, const char *buf, size_t len, bool *done)
 {
 	size_t i = 0;
@@ -45,7 +36,7 @@ long px_chunk_scan(struct px_chunk *c, const char *buf, size_t len, bool *done)
 
 		switch (c->st) {
 		case CK_SIZE: {
-			int v = hexval(ch);
+			int v = util_hexval(ch);
 
 			if (v >= 0) {
 				if (++c->digits > 16)

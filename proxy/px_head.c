@@ -59,8 +59,7 @@ static bool parse_uint(struct px_span s, uint64_t *out)
 	return true;
 }
 
-/* Calls fn for each comma-separated token of a header value (trimmed). */
-static bool each_token(struct px_span v, bool (*fn)(struct px_span t, void *ud), void *ud)
+bool px_each_token(struct px_span v, bool (*fn)(struct px_span t, void *ud), void *ud)
 {
 	size_t i = 0;
 
@@ -187,7 +186,7 @@ static enum px_head_result fields(const char *buf, size_t len, size_t p, bool re
 				FAIL(PX_HEAD_BAD, "more than one Host header");
 			out->host = h->value;
 		} else if (px_span_ieq(h->name, "connection")) {
-			each_token(h->value, conn_token, &conn);
+			px_each_token(h->value, conn_token, &conn);
 		} else if (px_span_ieq(h->name, "upgrade")) {
 			have_upgrade = true;
 		}
@@ -201,7 +200,7 @@ static enum px_head_result fields(const char *buf, size_t len, size_t p, bool re
 			FAIL(PX_HEAD_BAD, "both Content-Length and Transfer-Encoding");
 		if (out->minor == 0)
 			FAIL(PX_HEAD_BAD, "Transfer-Encoding in HTTP/1.0");
-		each_token(te->value, te_token, &t);
+		px_each_token(te->value, te_token, &t);
 		if (t.n == 0 || !t.last_chunked)
 			FAIL(PX_HEAD_BAD, "Transfer-Encoding that does not end in chunked");
 		if (t.other || t.n != 1)

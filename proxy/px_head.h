@@ -70,6 +70,9 @@ enum px_head_result px_resp_parse(const char *buf, size_t len, bool head_request
 				  struct px_head *out, const char **why);
 /* The first header called name (case-insensitive), or NULL. */
 const struct px_header *px_head_get(const struct px_head *h, const char *name);
+/* Calls fn for each comma-separated token of a header value (trimmed of
+ * blanks; empty ones skipped) until fn returns false.  False when it did. */
+bool px_each_token(struct px_span v, bool (*fn)(struct px_span t, void *ud), void *ud);
 /* True when span s equals the NUL-terminated t, case-insensitively.
  * Inline: with a constant t the length test folds and rejects most
  * header names before any byte is compared (it runs per header, per

@@ -12,6 +12,14 @@ static const char *const dropped[] = {
 	"x-forwarded-host", "forwarded", NULL,
 };
 
+/* px_each_token callback: stops at the token equal to *ud. */
+static bool not_name(struct px_span t, void *ud)
+{
+	const struct px_span *name = ud;
+
+	return !(t.n == name->n && strncasecmp(t.p, name->p, t.n) == 0);
+}
+
 /* True when a Connection header of h lists name (RFC 9110 7.6.1: such
  * headers are for this hop only). */
 static bool named_in_connection(const struct px_head *h, struct px_span name)
@@ -22,31 +30,10 @@ static bool named_in_connection(const struct px_head *h, struct px_span name)
 	if (px_span_ieq(name, "host") || px_span_ieq(name, "content-length") ||
 	    px_span_ieq(name, "transfer-encoding"))
 		return false;
-	for (size_t i = 0; i < h->nh; i++) {
-		struct px_span v = h->h[i].value;
-		size_t a = 0;
-
-		if (!px_span_ieq(h->h[i].name, "connection"))
-			continue;
-		while (a < v.n) {
-			size_t b = a;
-			struct px_span t;
-
-			while (b < v.n && v.p[b] != ',')
-				b++;
-			t.p = v.p + a;
-			t.n = b - a;
-			while (t.n && (*t.p == ' ' || *t.p == '\t')) {
-				t.p++;
-				t.n--;
-			}
-			while (t.n && (t.p[t.n - 1] == ' ' || t.p[t.n - 1] == '\t'))
-				t.n--;
-			if (t.n == name.n && strncasecmp(t.p, name.p, t.n) == 0)
-				return true;
-			a = b + 1;
-		}
-	}
+	for (size_t i = 0; i < h->nh; i++)
+		if (px_span_ieq(h->h[i].name, "connection") &&
+		    !px_each_token(h->h[i].value, not_name, &name))
+			return true;
 	return false;
 }
 
@@ -71,25 +58,47 @@ static bool bearer_token(struct px_span v, struct px_span *tok)
 	return tok->n > 4 && strncmp(tok->p, "st1.", 4) == 0;
 }
 
+/* The next `name=value` pair of a Cookie header value from *i on, leading
+ * blanks skipped (it may be empty); false at the end. */
+static bool cookie_next(struct px_span v, size_t *i, struct px_span *pair)
+{
+	size_t j = *i;
+
+	if (*i >= v.n)
+		return false;
+	while (j < v.n && v.p[j] != ';')
+		j++;
+	while (*i < j && (v.p[*i] == ' ' || v.p[*i] == '\t'))
+		(*i)++;
+	pair->p = v.p + *i;
+	pair->n = j - *i;
+	*i = j + 1;
+	return true;
+}
+
+/* True when pair is cookie name's; its value into *value (may be NULL). */
+static bool cookie_is(struct px_span pair, const char *name, struct px_span *value)
+{
+	size_t nl = strlen(name);
+
+	if (pair.n <= nl || strncmp(pair.p, name, nl) != 0 || pair.p[nl] != '=')
+		return false;
+	if (value) {
+		value->p = pair.p + nl + 1;
+		value->n = pair.n - nl - 1;
+	}
+	return true;
+}
+
 /* The value of cookie name in a Cookie header value. */
 static bool cookie_get(struct px_span v, const char *name, struct px_span *out)
 {
-	size_t i = 0, nl = strlen(name);
+	struct px_span pair;
+	size_t i = 0;
 
-	while (i < v.n) {
-		size_t j = i;
-
-		while (j < v.n && v.p[j] != ';')
-			j++;
-		while (i < j && (v.p[i] == ' ' || v.p[i] == '\t'))
-			i++;
-		if (j - i > nl && strncmp(v.p + i, name, nl) == 0 && v.p[i + nl] == '=') {
-			out->p = v.p + i + nl + 1;
-			out->n = j - i - nl - 1;
+	while (cookie_next(v, &i, &pair))
+		if (cookie_is(pair, name, out))
 			return true;
-		}
-		i = j + 1;
-	}
 	return false;
 }
 
@@ -192,23 +201,17 @@ int px_target_without_token(struct px_span target, char *out, size_t len)
  * was the only one). */
 static int cookie_without_ours(struct px_span v, struct buf *out, struct err *e)
 {
-	size_t i = 0, nl = strlen(PX_COOKIE);
+	struct px_span pair;
+	size_t i = 0;
 	bool any = false;
 
-	while (i < v.n) {
-		size_t j = i;
-
-		while (j < v.n && v.p[j] != ';')
-			j++;
-		while (i < j && (v.p[i] == ' ' || v.p[i] == '\t'))
-			i++;
-		if (j > i && !(j - i > nl && strncmp(v.p + i, PX_COOKIE, nl) == 0 && v.p[i + nl] == '=')) {
-			if (buf_appends(out, any ? "; " : "Cookie: ", e) == -1 ||
-			    buf_append(out, v.p + i, j - i, e) == -1)
-				return -1;
-			any = true;
-		}
-		i = j + 1;
+	while (cookie_next(v, &i, &pair)) {
+		if (pair.n == 0 || cookie_is(pair, PX_COOKIE, NULL))
+			continue;
+		if (buf_appends(out, any ? "; " : "Cookie: ", e) == -1 ||
+		    buf_append(out, pair.p, pair.n, e) == -1)
+			return -1;
+		any = true;
 	}
 	return any ? buf_appends(out, "\r\n", e) : 0;
 }

@@ -218,17 +218,6 @@ static bool has_token(const char *value, const char *token)
 	return false;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Turns the path part of target (before '?') into a relative path under
  * the web directory: percent-decoded, repeated slashes collapsed, and no
  * segment that is empty, "..", or hidden.  Returns 0, or -1 if the path
@@ -244,7 +233,7 @@ static int clean_path(const char *target, char *out, size_t cap)
 		char ch = *p++;
 
 		if (ch == '%') {
-			int hi = hexval(p[0]), lo = hi < 0 ? -1 : hexval(p[1]);
+			int hi = util_hexval(p[0]), lo = hi < 0 ? -1 : util_hexval(p[1]);
 
 			if (hi < 0 || lo < 0)
 				return -1;
