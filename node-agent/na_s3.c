@@ -182,8 +182,10 @@ out:
 static int s3_header_cmp(const void *a, const void *b)
 {
 	const struct na_s3_header *const *x = a, *const *y = b;
+	int c = strcasecmp((*x)->name, (*y)->name);
 
-	return strcasecmp((*x)->name, (*y)->name);
+	/* Headers of one name keep their order: qsort is not stable. */
+	return c ? c : (*x > *y) - (*x < *y);
 }
 
 /* Appends a header value trimmed, inner runs of blanks folded to one space. */
@@ -446,8 +448,9 @@ static int s3_xml_text(struct s3_span in, struct buf *out, struct err *e)
 			memcpy(num, amp + 2 + hexa, nl - 1 - hexa);
 			num[nl - 1 - hexa] = '\0';
 			errno = 0;
-			cp = num[0] >= '0' && num[0] <= '9' ? strtoul(num, &stop, hexa ? 16 : 10)
-							    : 0;
+			stop = num;
+			if (hexa ? util_hexval(num[0]) >= 0 : num[0] >= '0' && num[0] <= '9')
+				cp = strtoul(num, &stop, hexa ? 16 : 10);
 			if (errno || *stop || cp == 0 || cp > 0x10ffff ||
 			    (cp >= 0xd800 && cp <= 0xdfff))
 				return err_set(e, 0, "a bad character reference");
@@ -474,7 +477,7 @@ int na_s3_parse_list(const char *xml, size_t len, na_s3_list_fn fn, void *ud, bo
 	if (!xml || !s3_xml_find(xml, xml + len, "ListBucketResult", &root))
 		return err_set(e, 0, "the answer is not a ListBucketResult");
 	for (p = root.p, end = root.p + root.n; (p = s3_xml_find(p, end, "Contents", &c));) {
-		char num[24], *stop;
+		char num[24], *stop = num;
 		long long size;
 
 		if (!s3_xml_find(c.p, c.p + c.n, "Key", &k)) {
@@ -765,8 +768,13 @@ static int s3_attempt(struct na_s3 *s, CURL *h, struct s3_req *r, struct s3_io *
 
 		while (n && (detail[n - 1] == '\n' || detail[n - 1] == ' '))
 			detail[--n] = '\0';
-		err_set(why, 0, "%s%s%s%s", curl_easy_strerror(rc), n ? " (" : "", detail,
-			n ? ")" : "");
+		/* curl's own buffer is the precise part ("Failed to connect to ...
+		 * port 9000 after 0 ms: Couldn't connect to server"). */
+		if (n && strstr(detail, curl_easy_strerror(rc)))
+			err_set(why, 0, "%s", detail);
+		else
+			err_set(why, 0, "%s%s%s%s", curl_easy_strerror(rc), n ? " (" : "", detail,
+				n ? ")" : "");
 		if (rc == CURLE_OPERATION_TIMEDOUT)
 			why->code = ETIMEDOUT;
 		*retry = s3_curl_retryable(rc);
