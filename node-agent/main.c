@@ -7,6 +7,7 @@
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_heartbeat.h"
+#include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
 
@@ -647,7 +648,12 @@ int main(int argc, char **argv)
 			cfg_free(c);
 			return rc;
 		}
-		err_set(&e, 0, "unknown command `%s` (the only one is `connect ID PORT`)",
+		if (strcmp(cfg_args(c, NULL)[0], "s3") == 0) {
+			rc = na_s3_cli_main((int)nargs, cfg_args(c, NULL));
+			cfg_free(c);
+			return rc;
+		}
+		err_set(&e, 0, "unknown command `%s` (the commands are `connect ID PORT` and `s3 ...`)",
 			cfg_args(c, NULL)[0]);
 		die("bad configuration", &e);
 	}
