@@ -65,13 +65,15 @@ struct s3_req {
 	const void *mem;
 	int fd;
 	long long off, len;
-	char sha[65];      /* hex SHA-256 of the body */
-	struct buf *out;   /* a 2xx answer's body goes here, */
-	int out_fd;        /* or here (from offset 0), or nowhere */
-	bool error_in_200; /* a 200 may still carry <Error> (CompleteMultipartUpload) */
-	long status;       /* filled in: the last answer's status, */
-	char etag[128];    /* its ETag, */
-	long long length;  /* its Content-Length (-1: not said) */
+	char sha[65];     /* hex SHA-256 of the body */
+	struct buf *out;  /* a 2xx answer's body goes here, */
+	int out_fd;       /* or here (from offset 0), or nowhere */
+	bool completion;  /* CompleteMultipartUpload (answers 200 with <Error>, thinks long) */
+	long status;      /* filled in: the last answer's status, */
+	char code[64];    /* S3's <Code> in it ("" when none), */
+	char etag[128];   /* its ETag, */
+	long long length; /* its Content-Length (-1: not said), */
+	int tries;        /* and how many attempts were made */
 };
 
 /* What curl's callbacks share with one attempt. */
@@ -721,7 +723,7 @@ static int s3_attempt(struct na_s3 *s, CURL *h, struct s3_req *r, struct s3_io *
 	sig.query = buf_str(&query);
 	if (na_s3_sign(&sig, &auth, NULL, NULL, why) == -1)
 		goto out;
-	/* "Expect:" and an empty Content-Type: nothing curl would add unasked. */
+	/* An empty "Expect:": no 100-continue round trip before a body. */
 	if (s3_hdr(&hdrs, &tmp, "Host", s->host) == -1 ||
 	    s3_hdr(&hdrs, &tmp, "x-amz-content-sha256", r->sha) == -1 ||
 	    s3_hdr(&hdrs, &tmp, "x-amz-date", date) == -1 ||
@@ -737,8 +739,15 @@ static int s3_attempt(struct na_s3 *s, CURL *h, struct s3_req *r, struct s3_io *
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, S3_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, S3_LOW_SPEED);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)s->stall_s);
+	/* S3 may take minutes to complete a multipart upload, sending blanks
+	 * now and then meanwhile: only silence counts as a stall there. */
+	if (r->completion) {
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 4L * s->stall_s);
+	} else {
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, S3_LOW_SPEED);
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)s->stall_s);
+	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3_on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, io);
@@ -807,7 +816,7 @@ static int s3_send(struct na_s3 *s, CURL *h, struct s3_req *r, struct err *e)
 {
 	struct s3_io io = {r, h, 0, BUF_INIT(S3_ERRBODY_MAX), ERR_INIT, false};
 	struct err why = ERR_INIT;
-	char name[320], code[64];
+	char name[320];
 	long delay = s->backoff_ms;
 	int i, status = 502;
 
@@ -818,19 +827,20 @@ static int s3_send(struct na_s3 *s, CURL *h, struct s3_req *r, struct err *e)
 		uint64_t t0 = util_now_ms();
 		bool retry = false;
 
+		r->tries = i;
+		r->code[0] = '\0';
 		if (s3_attempt(s, h, r, &io, &why, &retry) == 0) {
 			bool ok = r->status >= 200 && r->status <= 299;
 			const struct buf *body = ok ? r->out : &io.errbody;
 
-			code[0] = '\0';
-			if (ok && r->error_in_200 && body && body->len &&
+			if (ok && r->completion && body && body->len &&
 			    s3_xml_find(body->data, body->data + body->len, "Error",
 					&(struct s3_span){0})) {
-				s3_error_code(body, code, sizeof(code));
+				s3_error_code(body, r->code, sizeof(r->code));
 				ok = false;
 				retry = true;
 			} else if (!ok) {
-				s3_error_code(body, code, sizeof(code));
+				s3_error_code(body, r->code, sizeof(r->code));
 				retry = r->status >= 500 ? r->status != 501
 							 : r->status == 429 || r->status == 408;
 			}
@@ -842,10 +852,14 @@ static int s3_send(struct na_s3 *s, CURL *h, struct s3_req *r, struct err *e)
 				return 0;
 			}
 			err_set(&why, 0, "%ld %s", r->status,
-				code[0]            ? code
+				r->code[0]         ? r->code
 				: r->status == 404 ? "Not Found"
 						   : "(no error code)");
-			status = r->status == 404 ? 404 : 502;
+			/* 404 is for a missing object, not a missing bucket or upload */
+			status = r->status == 404 && r->key &&
+						 (!r->code[0] || strcmp(r->code, "NoSuchKey") == 0)
+					 ? 404
+					 : 502;
 		} else if (io.failed) {
 			break; /* our side (the file, a buffer's limit): no retry helps */
 		}
@@ -989,6 +1003,15 @@ static void s3_abort_upload(struct na_s3 *s, CURL *h, const char *key, const cha
 			 "{s:s, s:s}", "error", e.msg, "upload_id", id);
 }
 
+/* True when key exists and holds size bytes. */
+static bool s3_has(struct na_s3 *s, CURL *h, const char *key, long long size)
+{
+	struct s3_req r;
+
+	s3_req_init(&r, "HEAD", key);
+	return s3_send(s, h, &r, NULL) == 0 && r.length == size;
+}
+
 /* Uploads size bytes of fd as key in parts. */
 static int s3_put_parts(struct na_s3 *s, CURL *h, const char *key, int fd, long long size,
 			struct err *e)
@@ -1068,13 +1091,20 @@ static int s3_put_parts(struct na_s3 *s, CURL *h, const char *key, int fd, long 
 	r.mem = done.data;
 	r.len = (long long)done.len;
 	r.out = &answer;
-	r.error_in_200 = true;
+	r.completion = true;
 	if (s3_sha256_hex(done.data, done.len, r.sha) == -1) {
 		err_set(e, 0, "s3 POST %s/%s: SHA-256 failed", s->bucket, key);
 		goto abort;
 	}
-	if (s3_send(s, h, &r, e) == -1)
-		goto abort;
+	if (s3_send(s, h, &r, e) == -1) {
+		/* A completion sent again that finds its upload gone: the first
+		 * one may have done the work and lost only its answer. */
+		if (r.tries < 2 || strcmp(r.code, "NoSuchUpload") != 0 || !s3_has(s, h, key, size))
+			goto abort;
+		log_info("s3 completion answered NoSuchUpload after a retry; the object is there",
+			 "{s:s, s:I}", "key", key, "bytes", (json_int_t)size);
+		err_clear(e);
+	}
 	log_debug("s3 multipart upload done", "{s:s, s:I, s:I}", "key", key, "parts",
 		  (json_int_t)nparts, "bytes", (json_int_t)size);
 	ret = 0;

@@ -666,13 +666,14 @@ START_TEST(client_errors_are_final)
 		 0, false},
 		{404, NULL, "<Error><Code>NoSuchKey</Code></Error>", 0, false},
 		{404, NULL, "", 0, false},
-		{404, NULL, "<Error><Code>NoSuchKey</Code></Error>", 0, false}};
+		{404, NULL, "<Error><Code>NoSuchKey</Code></Error>", 0, false},
+		{404, NULL, "<Error><Code>NoSuchBucket</Code></Error>", 0, false}};
 	struct buf out = BUF_INIT(0);
 	struct na_s3 *s;
 	struct err e = ERR_INIT;
 	long long size = 5;
 
-	fake_script(r, 4);
+	fake_script(r, 5);
 	s = client(5, 0, 0);
 	ck_assert_int_eq(na_s3_put_mem(s, "ckpt/x", "x", 1, &e), -1);
 	ck_assert_str_eq(e.msg, "s3 PUT ckpt/ckpt/x: 403 SignatureDoesNotMatch");
@@ -688,6 +689,10 @@ START_TEST(client_errors_are_final)
 	ck_assert_int_eq(na_s3_delete(s, "gone", &e), 0);
 	ck_assert_int_eq(fake_count(), 4);
 	signed_as_sent(3, "DELETE", "/ckpt/gone");
+	/* a missing bucket is not a missing object: a failure even for delete */
+	ck_assert_int_eq(na_s3_delete(s, "gone", &e), -1);
+	ck_assert_str_eq(e.msg, "s3 DELETE ckpt/gone: 404 NoSuchBucket");
+	ck_assert_int_eq(e.http_status, 502);
 	buf_free(&out);
 	na_s3_free(s);
 }
@@ -783,6 +788,31 @@ START_TEST(multipart_upload)
 			 "</CompleteMultipartUpload>");
 	sha256_hex(q->body, strlen(q->body), sha);
 	ck_assert_str_eq(sha, q->sha);
+	na_s3_free(s);
+}
+END_TEST
+
+/* The first completion did the work but its answer was lost (a 500 here):
+ * the one sent again finds no upload, and a HEAD shows the object whole. */
+START_TEST(multipart_completion_answer_lost)
+{
+	static const struct fake_reply r[] = {
+		{200, NULL, INIT_ANSWER, 0, false},
+		{200, "ETag: \"p1\"\r\n", "", 0, false},
+		{200, "ETag: \"p2\"\r\n", "", 0, false},
+		{500, NULL, "<Error><Code>InternalError</Code></Error>", 0, false},
+		{404, NULL, "<Error><Code>NoSuchUpload</Code></Error>", 0, false},
+		{200, NULL, "", NA_S3_PART_MIN + 7, false}};
+	struct na_s3 *s;
+	struct err e = ERR_INIT;
+
+	fake_script(r, 6);
+	make_file(NA_S3_PART_MIN + 7);
+	s = client(3, NA_S3_PART_MIN, 0);
+	ck_assert_msg(na_s3_put_file(s, "big", tmp_path, &e) == 0, "%s", e.msg);
+	unlink(tmp_path);
+	ck_assert_int_eq(fake_count(), 6);
+	signed_as_sent(5, "HEAD", "/ckpt/big");
 	na_s3_free(s);
 }
 END_TEST
@@ -1018,6 +1048,7 @@ Suite *suite_node_s3(void)
 	tcase_add_test(wire, client_errors_are_final);
 	tcase_add_test(wire, get_head_and_limits);
 	tcase_add_test(wire, multipart_upload);
+	tcase_add_test(wire, multipart_completion_answer_lost);
 	tcase_add_test(wire, multipart_failure_aborts);
 	tcase_add_test(wire, list_follows_tokens);
 	tcase_add_test(wire, list_same_token_twice_fails);
