@@ -937,6 +937,10 @@ bool na_ckpt_adopt(struct na_node *n, const char *id, const json_t *meta)
 		snprintf(s->last_error, sizeof(s->last_error),
 			 "the node agent stopped during a checkpoint; rebooted from its rootfs: files "
 			 "kept, processes restarted");
+		/* The proxy may still hold it drained. */
+		if (proxy_call(n, id, "resume", NULL, &e) == -1)
+			log_warn("proxy resume failed", "{s:s, s:s}", "id", id, "error", e.msg);
+		err_clear(&e);
 		if (na_write_meta(n, s, &e) == -1)
 			log_warn("cannot record the sandbox's state", "{s:s, s:s}", "id", id, "error",
 				 e.msg);

@@ -831,6 +831,7 @@ static void sweep_orphan(const char *id, void *ud)
 void na_node_adopt(struct na_node *n)
 {
 	char dir[1100], path[1400], state[32];
+	const char *mstate;
 	DIR *d;
 	struct dirent *de;
 	struct err e = ERR_INIT;
@@ -850,15 +851,25 @@ void na_node_adopt(struct na_node *n)
 		err_clear(&e);
 		meta = cj_load_file(path, 1 << 16, &e);
 		na_runsc_state(n->runsc_root, de->d_name, state, sizeof(state));
-		/* A warm member whose create the last run did not finish is not
-		 * known to be healthy: replace it rather than hand it out. */
+		mstate = meta ? json_string_value(json_object_get(meta, "state")) : NULL;
+		mstate = mstate ? mstate : "";
+		/* Caught in a checkpoint: whatever runsc says now (a checkpoint
+		 * the last run started may still be stopping the container), no
+		 * part of it is used; na_ckpt.c boots the rootfs again. */
+		if (meta && (strcmp(mstate, "hibernating") == 0 || strcmp(mstate, "forking") == 0) &&
+		    na_ckpt_adopt(n, de->d_name, meta))
+			continue;
+		/* A warm member whose create the last run did not finish, or a
+		 * sandbox whose wake it did not finish, is not known to be
+		 * healthy: replace or undo rather than hand it out. */
 		if (meta && strcmp(state, "running") == 0 &&
-		    !(json_is_true(json_object_get(meta, "pooled")) &&
+		    !((json_is_true(json_object_get(meta, "pooled")) ||
+		       strcmp(mstate, "hibernated") == 0) &&
 		      na_health_status(de->d_name) != 200) &&
 		    adopt_one(n, de->d_name, meta))
 			continue;
-		/* Hibernated, or caught in a checkpoint: na_ckpt.c decides. */
-		if (meta && strcmp(state, "running") != 0 && na_ckpt_adopt(n, de->d_name, meta))
+		/* Hibernated: na_ckpt.c keeps it. */
+		if (meta && na_ckpt_adopt(n, de->d_name, meta))
 			continue;
 		log_warn("cleaning up half-made sandbox", "{s:s, s:s, s:s}", "id", de->d_name,
 			 "container", state, "meta", meta ? "present" : e.msg);

@@ -42,6 +42,7 @@ else
 		--runsc-root "$AIO_RUNSC_ROOT" --connect-socket "$AIO_NODE_SOCK" \
 		--warm-pool desktop=1 --portal "$AIO_URL" --node-name "$(hostname -s)" \
 		--advertise-url "$AIO_NODE_URL" --proxy-domain "$AIO_DOMAIN" \
+		--proxy-admin "http://127.0.0.1:$AIO_PROXY_ADMIN_PORT" \
 		>>"$AIO_LOG/node.log" 2>&1 </dev/null &
 	echo $! >"$AIO_RUN/node.pid"
 	aio_wait_http "$AIO_NODE_URL/healthz" 60 || { aio_say "cloche-node did not start: $AIO_LOG/node.log"; exit 1; }

@@ -192,6 +192,7 @@ free_mb=$(($(stat -f -c '%a*%S' "$CLOCHE_POOL") / 1048576))
 fallocate -l "$((free_mb - 1500))M" "$CLOCHE_POOL/.fill-$pre" 2>/dev/null
 r=$(api POST "/v1/sandboxes/$A/hibernate")
 rm -f "$CLOCHE_POOL/.fill-$pre"
+btrfs -q filesystem sync "$CLOCHE_POOL" # the space is free once committed
 check "a pool without room for the image: 507, nothing touched" \
 	test "$(status_of "$r") $(state_of "$A")" = "507 ready"
 
