@@ -51,6 +51,7 @@ static void collect(const struct pt_sb *sb, void *ud)
 	c->egress = strdup(sb->egress ? sb->egress : "\"none\"");
 	c->labels = strdup(sb->labels ? sb->labels : "{}");
 	c->metadata = strdup(sb->metadata ? sb->metadata : "{}");
+	c->checkpoint = sb->checkpoint ? strdup(sb->checkpoint) : NULL;
 }
 
 static void rowlist_free(struct rowlist *l)
