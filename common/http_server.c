@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define HSRV_MAX_ROUTES 64
@@ -798,6 +800,21 @@ void hsrv_stop(struct hsrv *srv)
 {
 	srv->stopping = true;
 	lws_cancel_service(srv->ctx);
+}
+
+int hsrv_req_peer_port(const struct hsrv_req *req)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = req->conn ? lws_get_socket_fd(req->conn) : -1;
+
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
 }
 
 int hsrv_req_header(const struct hsrv_req *req, const char *name, char *out, size_t len)

@@ -94,6 +94,11 @@ void hsrv_stop(struct hsrv *srv);
  * there, only unreadable, and must never pass as absent. */
 int hsrv_req_header(const struct hsrv_req *req, const char *name, char *out, size_t len);
 
+/* The TCP port the request's peer connected from, or -1 (not TCP, or
+ * unknown).  cloche-init uses it to leave the asker out of its census of
+ * open connections. */
+int hsrv_req_peer_port(const struct hsrv_req *req);
+
 /* Adds a response header (e.g. "Mcp-Session-Id").  Returns 0, or -1 when
  * the headers no longer fit in resp->headers (the header is then dropped). */
 int hsrv_resp_header(struct hsrv_resp *r, const char *name, const char *value);

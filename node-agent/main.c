@@ -3,6 +3,7 @@
  * through deferred responses posted back to the loop.  SIGTERM stops serving
  * and leaves the sandboxes running: the next start re-adopts them. */
 #include "node-agent/na_btrfs.h"
+#include "node-agent/na_ckpt.h"
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_heartbeat.h"
@@ -58,6 +59,9 @@ static const struct cfg_opt opts[] = {
 	{"max-sandboxes", CFG_INT, "0",
 	 "most sandboxes this node holds at once, warm members too (0: no limit)"},
 	{"portal", CFG_STR, "", "the portal's URL: heartbeat to it (empty: none)"},
+	{"proxy-admin", CFG_STR, "",
+	 "this node's cloche-proxy admin URL (e.g. http://127.0.0.1:7081): drained before a "
+	 "checkpoint (empty: no proxy on this node)"},
 	{"proxy-domain", CFG_STR, "cloche.localhost",
 	 "the proxy's domain: the sandbox's servers accept *.<domain> as their Host"},
 	{"node-name", CFG_STR, NULL, "this node's name at the portal (default: the host name)"},
@@ -103,7 +107,9 @@ static const char *err_code(int status)
 	case 404: return "not_found";
 	case 409: return "conflict";
 	case 413: return "too_large";
+	case 502: return "unreachable";
 	case 503: return "full";
+	case 507: return "insufficient_storage";
 	default: return "internal";
 	}
 }
@@ -115,7 +121,8 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 }
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
-enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS };
+enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS, JOB_HIBERNATE, JOB_WAKE,
+		JOB_FORK };
 
 struct job {
 	struct agent *a;
@@ -188,6 +195,15 @@ static void *job_thread(void *arg)
 			j->body = na_node_get_json(j->a->node, j->id);
 		}
 		break;
+	case JOB_HIBERNATE:
+	case JOB_WAKE:
+	case JOB_FORK:
+		j->body = j->kind == JOB_HIBERNATE ? na_node_hibernate_run(j->a->node, j->id, &e)
+			  : j->kind == JOB_WAKE    ? na_node_wake_run(j->a->node, j->id, &e)
+						   : na_node_fork_run(j->a->node, j->id, &e);
+		rc = j->body ? 0 : -1;
+		j->status = 200;
+		break;
 	default:
 		rc = na_node_import_template(j->a->node, j->file, name, sizeof(name), &e);
 		if (rc == 0) {
@@ -225,6 +241,8 @@ static void job_cancel(struct agent *a, enum job_kind kind, const char *id)
 {
 	if (kind == JOB_EGRESS)
 		na_node_egress_cancel(a->node, id);
+	else if (kind == JOB_HIBERNATE || kind == JOB_WAKE || kind == JOB_FORK)
+		na_node_ckpt_cancel(a->node, id);
 	else if (kind == JOB_CREATE)
 		na_node_create_cancel(a->node, id);
 }
@@ -297,18 +315,21 @@ static const char *path_id(const struct hsrv_req *req)
 	return req->path + strlen("/v1/sandboxes/");
 }
 
-/* POST /v1/sandboxes/{id}/claim {"egress"?}: that warm pool member, now. */
-static void h_claim(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+/* POST /v1/sandboxes/{id}/{claim|hibernate|wake|fork}: claim {"egress"?}
+ * takes that warm pool member now; the others run on a worker
+ * (docs/hibernation.md). */
+static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct agent *a = ud;
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
 	const char *rest = path_id(req), *slash = strchr(rest, '/');
 	char id[64];
+	int rc;
 
 	if (deny(a, req, resp))
 		return;
-	if (!slash || strcmp(slash, "/claim") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
+	if (!slash || (size_t)(slash - rest) >= sizeof(id)) {
 		hsrv_resp_error(resp, 404, "not_found", "no such resource");
 		return;
 	}
@@ -318,6 +339,24 @@ static void h_claim(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 	if (!body) {
 		e.http_status = 400;
 		resp_err(resp, &e);
+		return;
+	}
+	if (strcmp(slash, "/hibernate") == 0 || strcmp(slash, "/wake") == 0 ||
+	    strcmp(slash, "/fork") == 0) {
+		enum job_kind k = slash[1] == 'h' ? JOB_HIBERNATE : slash[1] == 'w' ? JOB_WAKE
+										 : JOB_FORK;
+		rc = !na_valid_id(id) ? err_http(&e, 404, "no sandbox `%s`", id)
+		     : k == JOB_HIBERNATE ? na_node_hibernate_begin(a->node, id, &e)
+		     : k == JOB_WAKE	  ? na_node_wake_begin(a->node, id, &e)
+					  : na_node_fork_begin(a->node, id, body, &e);
+		if (rc == -1)
+			resp_err(resp, &e);
+		else
+			start_job(a, req, resp, k, id, NULL, NULL);
+		return;
+	}
+	if (strcmp(slash, "/claim") != 0) {
+		hsrv_resp_error(resp, 404, "not_found", "no such resource");
 		return;
 	}
 	if (na_node_claim(a->node, id, body, &e) == -1) {
@@ -635,6 +674,13 @@ int main(int argc, char **argv)
 	}
 	no.max_sandboxes = (int)cfg_int(c, "max-sandboxes");
 	no.proxy_domain = cfg_str(c, "proxy-domain");
+	no.proxy_admin = cfg_str(c, "proxy-admin");
+	no.credential = a.cred;
+	if (*no.proxy_admin && strncmp(no.proxy_admin, "http://", 7) != 0 &&
+	    strncmp(no.proxy_admin, "https://", 8) != 0) {
+		err_set(&e, 0, "--proxy-admin: `%s` is not an http(s) URL", no.proxy_admin);
+		die("bad configuration", &e);
+	}
 	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
 		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
 		die("bad configuration", &e);
@@ -670,7 +716,7 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "POST", "/v1/sandboxes/*", h_claim, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "POST", "/v1/sandboxes/*", h_action, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||

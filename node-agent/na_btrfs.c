@@ -33,6 +33,15 @@ int na_btrfs_snapshot(const char *src, const char *dst, struct err *e)
 	return 0;
 }
 
+int na_btrfs_snapshot_ro(const char *src, const char *dst, struct err *e)
+{
+	char *argv[] = {"btrfs", "-q", "subvolume", "snapshot", "-r", (char *)src, (char *)dst, NULL};
+
+	if (na_cmd_check(argv, NULL, NULL, e) == -1)
+		return err_wrap(e, "read-only snapshot `%s` to `%s`", src, dst);
+	return 0;
+}
+
 bool na_btrfs_is_subvolume(const char *path)
 {
 	struct stat st;

@@ -10,6 +10,10 @@
 /* Makes dst a writable snapshot of subvolume src.  0 or -1 with e set. */
 int na_btrfs_snapshot(const char *src, const char *dst, struct err *e);
 
+/* Makes dst a read-only snapshot of subvolume src (a checkpoint's rootfs:
+ * what `btrfs send` can stream, what nothing can change).  0 or -1. */
+int na_btrfs_snapshot_ro(const char *src, const char *dst, struct err *e);
+
 /* Deletes subvolume path; a path that does not exist is success. */
 int na_btrfs_delete(const char *path, struct err *e);
 

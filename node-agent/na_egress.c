@@ -524,7 +524,7 @@ static void *conn_thread(void *arg)
 	if (fl != -1)
 		fcntl(c->cfd, F_SETFL, fl | O_NONBLOCK);
 	serve(eg, c, &o, &rq);
-	if (o.status && strcmp(o.verdict, "allowed") != 0)
+	if (o.status && strcmp(o.verdict, "allowed") != 0 && !atomic_load(&sb->detaching))
 		linger_close(c);
 	if (o.status && strcmp(o.verdict, "allowed") != 0)
 		log_info("egress", "{s:s, s:s, s:i, s:s, s:i, s:s, s:s, s:I}", "id", sb->id, "host",
@@ -801,8 +801,15 @@ void na_egress_detach(struct na_egress *eg, const char *id)
 	while (eg->iter == it && !eg->acceptor_done)
 		pthread_cond_wait(&eg->cv, &eg->mu);
 	close(s->lfd);
+	/* The sandbox's side is cut with a reset when its thread closes it (no
+	 * FIN: the sandbox must keep no half-closed or TIME_WAIT endpoint, or a
+	 * checkpoint right after would be refused); SHUT_RD only wakes the
+	 * thread. */
 	for (c = s->conns; c; c = c->next) {
-		shutdown(c->cfd, SHUT_RDWR);
+		struct linger lg = {1, 0};
+
+		setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		shutdown(c->cfd, SHUT_RD);
 		if (c->ufd != -1)
 			shutdown(c->ufd, SHUT_RDWR);
 	}

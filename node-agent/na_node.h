@@ -9,6 +9,9 @@
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_spec.h"
 
+#include "common/buf.h"
+
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,7 +23,8 @@
 struct na_sb {
 	char id[32];
 	char template[256]; /* name@digest */
-	char state[16];     /* starting, ready, stopping, failed */
+	char state[16];     /* starting, ready, hibernating, hibernated, waking, forking,
+			     * offloading, stopping, failed */
 	char created_at[40];
 	struct na_limits lim;
 	struct na_egress_policy egress;
@@ -31,6 +35,11 @@ struct na_sb {
 	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
 	char reason[160];   /* why it is "failed" */
 	char vnc_secret[40]; /* cloche-vnc's secret (docs/vnc.md); "" for none */
+	int generation;      /* newest complete checkpoint (checkpoints/<id>/<gen>); 0: none */
+	char last_error[240]; /* a checkpoint or wake that failed, for the caller to see */
+	char forked_from[32]; /* the parent of a fork child */
+	long long wake_ms;    /* the last wake, hibernate request to health 200; -1 none */
+	json_t *checkpoint;   /* the last checkpoint's figures (owned), or NULL */
 	struct na_sb *next;
 };
 
@@ -61,6 +70,11 @@ struct na_node {
 	 * second import of the same one gets 409 before it touches the disk. */
 	char importing[NA_IMPORTS_MAX][256];
 	int max_sandboxes;          /* 0: no limit */
+	char proxy_admin[256];      /* this node's cloche-proxy admin URL, "" for none */
+	char cred[256];             /* the node credential (for the proxy's admin API) */
+	struct na_s3 *s3;           /* L2; NULL when S3 is not configured */
+	/* Checkpoint outcomes since start (capacity JSON). */
+	long long ckpt_ok, ckpt_failed, ckpt_refused, wakes, wake_failures;
 	/* Called (under mu or not) when a sandbox becomes ready, fails, is
 	 * claimed or goes: the heartbeat reports at once. */
 	void (*changed)(void *ud);
@@ -72,6 +86,36 @@ void na_node_changed(struct na_node *n);
 /* True when the node may hold one more sandbox (--max-sandboxes).  Caller
  * holds n->mu. */
 bool na_room_locked(const struct na_node *n);
+
+/* Writes sandboxes/<id>/meta.json from s (state, generation and all). */
+int na_write_meta(struct na_node *n, const struct na_sb *s, struct err *e);
+
+/* Removes whatever exists of sandbox id (container, netns, egress, rootfs,
+ * checkpoints, directory), in the reverse order of making it. */
+int na_teardown(struct na_node *n, const char *id, struct err *e);
+
+/* GET path on the sandbox's health port (8080) through R-<id>; the
+ * connection is closed with a reset, so it leaves no TIME_WAIT inside
+ * (a checkpoint would be refused).  Returns the status (0: no answer) and
+ * the body in body (may be NULL). */
+int na_sandbox_get(const char *id, const char *path, struct buf *body);
+
+/* A registry entry (state "ready", not linked) from meta.json; NULL when
+ * meta lacks what is needed. */
+struct na_sb *na_sb_from_meta(const char *id, const json_t *meta);
+
+/* Opens, changes or closes sandbox id's egress proxy listener to match p. */
+int na_apply_egress(struct na_node *n, const char *id, const struct na_egress_policy *p,
+		    struct err *e);
+
+/* Polls sandbox id's health every poll_ms until it answers 200 (0), the
+ * container stops running or deadline (monotonic ms) passes (-1, e says
+ * which; log_path is named for the console). */
+int na_wait_ready(struct na_node *n, const char *id, uint64_t deadline, int poll_ms,
+		  const char *log_path, struct err *e);
+
+/* Unlinks and frees id's registry entry.  Caller holds n->mu. */
+void na_unlink_locked(struct na_node *n, const char *id);
 
 /* Limits of a create that names none, and of warm members. */
 extern const struct na_limits na_default_limits;

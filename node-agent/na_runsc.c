@@ -44,6 +44,11 @@ static int wrap_hook(void *ud)
  * snapshots and send streams see them. */
 #define NA_RUNSC_FLAGS "--network=sandbox", "--platform=ptrace", "--overlay2=none"
 
+/* Checkpoint images are written uncompressed and read with O_DIRECT: a wake
+ * from the local disk is then a plain read (docs/hibernation.md has the
+ * measurements); what goes to S3 is compressed with zstd on the way. */
+#define NA_RUNSC_CKPT_FLAGS "--compression=none", "--exclude-committed-zero-pages", "--direct"
+
 /* Runs `runsc --root ROOT FLAGS ARGS...`, wrapped when S-<id>
  * exists (or always, when need_ns).  out may be NULL.  Returns runsc's exit
  * status or -1. */
@@ -84,6 +89,60 @@ int na_runsc_run(const char *root, const char *id, const char *bundle, const cha
 	if (rc != 0)
 		return err_set(e, 0, "runsc run %s exited %d (see %s)", id, rc, log_path);
 	return 0;
+}
+
+/* Runs a runsc command whose output belongs in the sandbox's console log;
+ * on a non-zero exit e carries the log's last line. */
+static int runsc_logged(const char *root, const char *id, const char *log_path, struct err *e,
+			char *const args[])
+{
+	AUTOCLOSE int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	char tail[200] = "";
+	int rc;
+
+	if (logfd == -1)
+		return err_set(e, errno, "open `%s`", log_path);
+	rc = runsc(root, id, true, logfd, NULL, e, args);
+	if (rc == -1)
+		return -1;
+	if (rc != 0) {
+		AUTOCLOSE int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+		off_t end = fd == -1 ? 0 : lseek(fd, 0, SEEK_END);
+		ssize_t r;
+
+		if (fd != -1 && end > 0) {
+			lseek(fd, end > (off_t)sizeof(tail) - 1 ? end - (off_t)sizeof(tail) + 1 : 0,
+			      SEEK_SET);
+			r = read(fd, tail, sizeof(tail) - 1);
+			tail[r > 0 ? r : 0] = '\0';
+			while (r > 0 && (tail[r - 1] == '\n' || tail[r - 1] == '\r'))
+				tail[--r] = '\0';
+		}
+		{
+			const char *last = strrchr(tail, '\n');
+			return err_set(e, 0, "runsc %s %s exited %d: %s", args[0], id, rc,
+				       last ? last + 1 : tail);
+		}
+	}
+	return 0;
+}
+
+int na_runsc_checkpoint(const char *root, const char *id, const char *image_dir,
+			const char *log_path, struct err *e)
+{
+	char *args[] = {"checkpoint", "--image-path", (char *)image_dir, NA_RUNSC_CKPT_FLAGS,
+			(char *)id, NULL};
+
+	return runsc_logged(root, id, log_path, e, args);
+}
+
+int na_runsc_restore(const char *root, const char *id, const char *bundle, const char *image_dir,
+		     const char *log_path, struct err *e)
+{
+	char *args[] = {"restore", "-detach", "--bundle", (char *)bundle, "--image-path",
+			(char *)image_dir, "--direct", (char *)id, NULL};
+
+	return runsc_logged(root, id, log_path, e, args);
 }
 
 void na_runsc_state(const char *root, const char *id, char *out, size_t len)

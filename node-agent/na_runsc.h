@@ -13,6 +13,18 @@
 int na_runsc_run(const char *root, const char *id, const char *bundle, const char *log_path,
 		 struct err *e);
 
+/* Checkpoints container id into image_dir (which must exist and be
+ * empty); the container is stopped afterwards, successful or not: a refused
+ * checkpoint kills the sandbox in this runsc (docs/hibernation.md), which is
+ * why callers gate it.  runsc's output is appended to log_path.  0 or -1. */
+int na_runsc_checkpoint(const char *root, const char *id, const char *image_dir,
+			const char *log_path, struct err *e);
+
+/* Restores container id from image_dir with the spec in bundle (restore
+ * creates the container itself).  0 or -1. */
+int na_runsc_restore(const char *root, const char *id, const char *bundle, const char *image_dir,
+		     const char *log_path, struct err *e);
+
 /* Writes the container's status ("running", "stopped", "created", ...) into
  * out, or "absent" when runsc does not know it or S-<id> is gone.  Never
  * fails. */

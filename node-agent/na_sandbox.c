@@ -4,6 +4,7 @@
  * clean-up of half-made sandboxes found at start-up. */
 #include "node-agent/na_node.h"
 #include "node-agent/na_btrfs.h"
+#include "node-agent/na_ckpt.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_netns.h"
 #include "node-agent/na_runsc.h"
@@ -62,12 +63,13 @@ struct na_sb *na_find_locked(struct na_node *n, const char *id)
 	return NULL;
 }
 
-static void unlink_locked(struct na_node *n, const char *id)
+void na_unlink_locked(struct na_node *n, const char *id)
 {
 	for (struct na_sb **p = &n->list; *p; p = &(*p)->next) {
 		if (strcmp((*p)->id, id) == 0) {
 			struct na_sb *s = *p;
 			*p = s->next;
+			json_decref(s->checkpoint);
 			free(s);
 			return;
 		}
@@ -99,6 +101,8 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	snprintf(n->proxy_domain, sizeof(n->proxy_domain), "%s",
 		 o->proxy_domain ? o->proxy_domain : "");
 	snprintf(n->template_name, sizeof(n->template_name), "%s", o->template_name);
+	snprintf(n->proxy_admin, sizeof(n->proxy_admin), "%s", o->proxy_admin ? o->proxy_admin : "");
+	snprintf(n->cred, sizeof(n->cred), "%s", o->credential ? o->credential : "");
 	n->egress = o->egress;
 	n->max_sandboxes = o->max_sandboxes;
 	pthread_mutex_init(&n->mu, NULL);
@@ -130,6 +134,7 @@ void na_node_free(struct na_node *n)
 	while (n->list) {
 		struct na_sb *s = n->list;
 		n->list = s->next;
+		json_decref(s->checkpoint);
 		free(s);
 	}
 	pthread_cond_destroy(&n->wake);
@@ -203,6 +208,7 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 	s->egress = *pol;
 	s->pooled = pooled;
 	s->boot_ms = -1;
+	s->wake_ms = -1;
 	s->sandbox_pid = -1;
 	s->next = n->list;
 	n->list = s;
@@ -210,7 +216,7 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 }
 
 /* Opens, changes or closes sandbox id's egress proxy listener to match p. */
-static int apply_egress(struct na_node *n, const char *id, const struct na_egress_policy *p,
+int na_apply_egress(struct na_node *n, const char *id, const struct na_egress_policy *p,
 			struct err *e)
 {
 	int fd;
@@ -229,7 +235,6 @@ static int apply_egress(struct na_node *n, const char *id, const struct na_egres
 	return 0;
 }
 
-static int write_meta(struct na_node *n, const struct na_sb *s, struct err *e);
 
 void na_node_changed(struct na_node *n)
 {
@@ -296,9 +301,9 @@ static int claim(struct na_node *n, const char *tpl, const char *want_id,
 		return 0;
 	copy.egress = *pol;
 	snprintf(copy.state, sizeof(copy.state), "ready");
-	if (apply_egress(n, copy.id, pol, e) == -1 || write_meta(n, &copy, e) == -1) {
+	if (na_apply_egress(n, copy.id, pol, e) == -1 || na_write_meta(n, &copy, e) == -1) {
 		struct na_egress_policy none = {0};
-		apply_egress(n, copy.id, &none, NULL);
+		na_apply_egress(n, copy.id, &none, NULL);
 		pthread_mutex_lock(&n->mu);
 		s = na_find_locked(n, copy.id);
 		if (s) {
@@ -415,7 +420,7 @@ void na_node_create_cancel(struct na_node *n, const char *id)
 	pthread_mutex_lock(&n->mu);
 	s = na_find_locked(n, id);
 	if (s && strcmp(s->state, "starting") == 0)
-		unlink_locked(n, id);
+		na_unlink_locked(n, id);
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -431,7 +436,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 /* Removes whatever exists of sandbox id, in the reverse order of create.
  * Every step runs even when an earlier one failed; returns -1 with the first
  * error when something could not be removed. */
-static int teardown(struct na_node *n, const char *id, struct err *e)
+int na_teardown(struct na_node *n, const char *id, struct err *e)
 {
 	char dir[1100], rootfs[1200], state[32];
 	struct err e2 = ERR_INIT;
@@ -469,6 +474,10 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 		*e = e2;
 		rc = -1;
 	}
+	if (na_ckpt_remove_all(n, id, &e2) == -1 && rc == 0) {
+		*e = e2;
+		rc = -1;
+	}
 	/* Last, and only when everything else is gone: the directory is the
 	 * record that the rest belongs to this node (start-up clean-up finds
 	 * leftovers through it), and a file walk must never enter a live
@@ -481,50 +490,73 @@ static int teardown(struct na_node *n, const char *id, struct err *e)
 	return rc;
 }
 
-/* Asks the sandbox's health endpoint once.  Returns the HTTP status, or 0
- * when nothing answered. */
-int na_health_status(const char *id)
+int na_sandbox_get(const char *id, const char *path, struct buf *body)
 {
-	static const char req[] = "GET /health HTTP/1.0\r\nHost: sandbox\r\n\r\n";
+	char req[256], head[4096];
 	struct err e = ERR_INIT;
 	AUTOCLOSE int fd = na_netns_connect(id, NA_HEALTH_PORT, 1000, &e);
 	struct timeval tv = {2, 0};
-	char head[64] = {0};
+	struct linger lg = {1, 0};
 	size_t got = 0;
 	ssize_t r;
-	int status = 0;
+	int status = 0, n;
+	char *end;
 
 	if (fd == -1)
 		return 0;
+	/* Closed with a reset whatever happens: the server answers HTTP/1.0
+	 * and closes first, which would leave a TIME_WAIT in the sandbox. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (util_write_all(fd, req, sizeof(req) - 1) == -1)
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: sandbox\r\n\r\n", path);
+	if (n <= 0 || (size_t)n >= sizeof(req) || util_write_all(fd, req, (size_t)n) == -1)
 		return 0;
-	while (got < sizeof(head) - 1) {
+	for (;;) {
 		r = read(fd, head + got, sizeof(head) - 1 - got);
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		got += (size_t)r;
-		if (memchr(head, '\n', got))
+		head[got] = '\0';
+		if (!body && memchr(head, '\n', got))
+			break;
+		if (strstr(head, "\r\n\r\n") || got == sizeof(head) - 1)
 			break;
 	}
+	head[got] = '\0';
 	if (sscanf(head, "HTTP/%*d.%*d %d", &status) != 1)
 		return 0;
+	if (body) {
+		end = strstr(head, "\r\n\r\n");
+		if (end && buf_append(body, end + 4, got - (size_t)(end + 4 - head), NULL) == -1)
+			return 0;
+		while (end && (r = read(fd, req, sizeof(req))) > 0)
+			if (buf_append(body, req, (size_t)r, NULL) == -1)
+				return 0;
+	}
 	return status;
 }
 
-static int write_meta(struct na_node *n, const struct na_sb *s, struct err *e)
+/* The HTTP status of the sandbox's health endpoint, 0 when nothing answered. */
+int na_health_status(const char *id)
+{
+	return na_sandbox_get(id, "/health", NULL);
+}
+
+int na_write_meta(struct na_node *n, const struct na_sb *s, struct err *e)
 {
 	char path[1200];
 	AUTOJSON json_t *m = json_pack(
-		"{s:i, s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}, s:s, s:s, s:o, s:b, s:s}", "version", 1,
+		"{s:i, s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}, s:s, s:s, s:o, s:b, s:s, s:s, s:i, s:s}",
+		"version", 1,
 		"id", s->id, "template", s->template, "created_at", s->created_at, "inner_addr",
 		NA_INNER_ADDR, "limits", "memory_mb", (json_int_t)s->lim.memory_mb, "cpus",
 		s->lim.cpus, "pids", (json_int_t)s->lim.pids, "runsc_root", n->runsc_root, "netns",
 		s->id, "egress", na_egress_policy_json(&s->egress), "pooled", s->pooled, "vnc_secret",
-		s->vnc_secret);
+		s->vnc_secret, "state", s->state, "generation", s->generation, "forked_from",
+		s->forked_from);
 
 	if (!m)
 		return err_set(e, ENOMEM, "meta.json");
@@ -555,13 +587,36 @@ static void log_console_tail(const char *id, const char *path)
 	log_error("console of the failed sandbox (end)", "{s:s, s:s}", "id", id, "console", buf);
 }
 
+int na_wait_ready(struct na_node *n, const char *id, uint64_t deadline, int poll_ms,
+		  const char *log_path, struct err *e)
+{
+	char state[32];
+	int tries = 0, st = 0;
+	int check_every = poll_ms > 0 && poll_ms < 2000 ? 2000 / poll_ms : 1;
+
+	for (;;) {
+		st = na_health_status(id);
+		if (st == 200)
+			return 0;
+		if (++tries % check_every == 0) {
+			na_runsc_state(n->runsc_root, id, state, sizeof(state));
+			if (strcmp(state, "running") != 0)
+				return err_set(e, 0, "container is %s before it became ready (see %s)",
+					       state, log_path);
+		}
+		if (util_now_ms() > deadline)
+			return err_set(e, ETIMEDOUT, "health did not answer 200 in time (last %d)", st);
+		usleep((useconds_t)poll_ms * 1000);
+	}
+}
+
 int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 {
-	char dir[1100], tpl[1400], rootfs[1200], bundle[1200], log_path[1200], state[32];
+	char dir[1100], tpl[1400], rootfs[1200], bundle[1200], log_path[1200];
 	struct na_sb copy;
 	struct na_sb *s;
-	uint64_t t0 = util_now_ms(), deadline, t_run;
-	int tries = 0, pid;
+	uint64_t t0 = util_now_ms(), t_run;
+	int pid;
 	long long boot_ms;
 
 	pthread_mutex_lock(&n->mu);
@@ -586,35 +641,17 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 		goto fail;
 	}
 	if (na_btrfs_snapshot(tpl, rootfs, e) == -1 || na_netns_create(id, e) == -1 ||
-	    apply_egress(n, id, &copy.egress, e) == -1 ||
+	    na_apply_egress(n, id, &copy.egress, e) == -1 ||
 	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, n->proxy_domain, e) == -1 ||
-	    write_meta(n, &copy, e) == -1)
+	    na_write_meta(n, &copy, e) == -1)
 		goto fail;
 	t_run = util_now_ms();
 	if (na_runsc_run(n->runsc_root, id, bundle, log_path, e) == -1)
 		goto fail;
 	log_info("sandbox started", "{s:s, s:s, s:I}", "id", id, "template", copy.template,
 		 "prepare_ms", (json_int_t)(t_run - t0));
-	deadline = t0 + NA_READY_TIMEOUT_MS;
-	for (;;) {
-		int st = na_health_status(id);
-		if (st == 200)
-			break;
-		if (++tries % 10 == 0) {
-			na_runsc_state(n->runsc_root, id, state, sizeof(state));
-			if (strcmp(state, "running") != 0) {
-				err_set(e, 0, "container is %s before it became ready (see %s)", state,
-					log_path);
-				goto fail;
-			}
-		}
-		if (util_now_ms() > deadline) {
-			err_set(e, ETIMEDOUT, "health did not answer 200 within %d s (last %d)",
-				NA_READY_TIMEOUT_MS / 1000, st);
-			goto fail;
-		}
-		usleep(200 * 1000);
-	}
+	if (na_wait_ready(n, id, t0 + NA_READY_TIMEOUT_MS, 200, log_path, e) == -1)
+		goto fail;
 	boot_ms = (long long)(util_now_ms() - t0);
 	pid = na_runsc_sandbox_pid(n->runsc_root, id);
 	pthread_mutex_lock(&n->mu);
@@ -632,14 +669,14 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 fail: {
 	struct err e2 = ERR_INIT;
 	log_console_tail(id, log_path);
-	if (teardown(n, id, &e2) == -1)
+	if (na_teardown(n, id, &e2) == -1)
 		log_error("rollback failed", "{s:s, s:s}", "id", id, "error", e2.msg);
 }
 fail_nodir:
 	err_wrap(e, "create sandbox %s", id);
 	log_error("sandbox create failed", "{s:s, s:s}", "id", id, "error", e->msg);
 	pthread_mutex_lock(&n->mu);
-	unlink_locked(n, id);
+	na_unlink_locked(n, id);
 	pthread_mutex_unlock(&n->mu);
 	na_node_changed(n);
 	return -1;
@@ -678,23 +715,21 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 	on_disk = stat(dir, &st) == 0 || na_netns_exists(id) || access(path, F_OK) == 0;
 	if (!known && !on_disk)
 		return err_http(e, 404, "no sandbox `%s`", id);
-	if (teardown(n, id, e) == -1) {
+	if (na_teardown(n, id, e) == -1) {
 		set_state(n, id, "failed");
 		return -1;
 	}
 	pthread_mutex_lock(&n->mu);
-	unlink_locked(n, id);
+	na_unlink_locked(n, id);
 	pthread_mutex_unlock(&n->mu);
 	log_info("sandbox destroyed", "{s:s}", "id", id);
 	na_node_changed(n);
 	return 0;
 }
 
-/* Registers the running sandbox described by meta.  false when meta lacks
- * what is needed. */
-static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
+struct na_sb *na_sb_from_meta(const char *id, const json_t *meta)
 {
-	const char *tpl = NULL, *created = NULL, *secret = NULL;
+	const char *tpl = NULL, *created = NULL, *secret = NULL, *parent = NULL;
 	json_t *lim = NULL, *v;
 	struct na_sb *s;
 	struct err e = ERR_INIT;
@@ -702,10 +737,10 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 
 	if (cj_get_str(meta, "template", "", &tpl, NULL) == -1 || !*tpl ||
 	    cj_get_str(meta, "created_at", "", &created, NULL) == -1)
-		return false;
+		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return false;
+		return NULL;
 	snprintf(s->id, sizeof(s->id), "%.31s", id);
 	snprintf(s->template, sizeof(s->template), "%s", tpl);
 	snprintf(s->created_at, sizeof(s->created_at), "%s", created);
@@ -713,7 +748,12 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 	if (cj_get_str(meta, "vnc_secret", "", &secret, NULL) == 0)
 		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
 	s->boot_ms = -1;
-	s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
+	s->wake_ms = -1;
+	s->sandbox_pid = -1;
+	if (cj_get_int(meta, "generation", 0, &x, NULL) == 0 && x > 0 && x < 1 << 30)
+		s->generation = (int)x;
+	if (cj_get_str(meta, "forked_from", "", &parent, NULL) == 0)
+		snprintf(s->forked_from, sizeof(s->forked_from), "%.31s", parent);
 	s->lim = na_default_limits;
 	cj_get_obj(meta, "limits", &lim, NULL);
 	if (lim) {
@@ -730,7 +770,20 @@ static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
 	if (na_egress_policy_parse(json_object_get(meta, "egress"), &s->egress, &e) == -1)
 		log_warn("unreadable egress policy in meta.json; using none", "{s:s, s:s}", "id",
 			 s->id, "error", e.msg);
-	else if (apply_egress(n, s->id, &s->egress, &e) == -1)
+	return s;
+}
+
+/* Registers the running sandbox described by meta.  false when meta lacks
+ * what is needed. */
+static bool adopt_one(struct na_node *n, const char *id, const json_t *meta)
+{
+	struct na_sb *s = na_sb_from_meta(id, meta);
+	struct err e = ERR_INIT;
+
+	if (!s)
+		return false;
+	s->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, id);
+	if (s->egress.n && na_apply_egress(n, s->id, &s->egress, &e) == -1)
 		log_error("cannot reopen the egress proxy", "{s:s, s:s}", "id", s->id, "error",
 			  e.msg);
 	pthread_mutex_lock(&n->mu);
@@ -762,7 +815,7 @@ static void sweep_orphan(const char *id, void *ud)
 	if (known || lstat(dir, &st) == 0)
 		return;
 	log_warn("removing orphan container", "{s:s}", "id", id);
-	if (teardown(n, id, &e) == -1)
+	if (na_teardown(n, id, &e) == -1)
 		log_error("orphan clean-up failed", "{s:s, s:s}", "id", id, "error", e.msg);
 }
 
@@ -795,14 +848,18 @@ void na_node_adopt(struct na_node *n)
 		      na_health_status(de->d_name) != 200) &&
 		    adopt_one(n, de->d_name, meta))
 			continue;
+		/* Hibernated, or caught in a checkpoint: na_ckpt.c decides. */
+		if (meta && strcmp(state, "running") != 0 && na_ckpt_adopt(n, de->d_name, meta))
+			continue;
 		log_warn("cleaning up half-made sandbox", "{s:s, s:s, s:s}", "id", de->d_name,
 			 "container", state, "meta", meta ? "present" : e.msg);
-		if (teardown(n, de->d_name, &e) == -1)
+		if (na_teardown(n, de->d_name, &e) == -1)
 			log_error("clean-up failed", "{s:s, s:s}", "id", de->d_name, "error", e.msg);
 	}
 	if (d)
 		closedir(d);
 	na_sweep_imports(n);
+	na_ckpt_sweep(n);
 	if (na_runsc_each(n->runsc_root, sweep_orphan, n, &e) == -1)
 		log_error("orphan sweep failed", "{s:s}", "error", e.msg);
 }
@@ -848,8 +905,8 @@ int na_node_egress_run(struct na_node *n, const char *id, const struct na_egress
 	pthread_mutex_unlock(&n->mu);
 	if (!s)
 		return err_http(e, 404, "no sandbox `%s`", id);
-	if (apply_egress(n, id, pol, e) == -1 || write_meta(n, &copy, e) == -1) {
-		apply_egress(n, id, &old, NULL);
+	if (na_apply_egress(n, id, pol, e) == -1 || na_write_meta(n, &copy, e) == -1) {
+		na_apply_egress(n, id, &old, NULL);
 		rc = -1;
 	}
 	pthread_mutex_lock(&n->mu);
@@ -895,6 +952,16 @@ static json_t *sb_json(const struct na_sb *s)
 		json_object_set_new(j, "warm", json_true());
 	if (s->reason[0])
 		json_object_set_new(j, "reason", json_string(s->reason));
+	if (s->generation > 0)
+		json_object_set_new(j, "generation", json_integer(s->generation));
+	if (s->last_error[0])
+		json_object_set_new(j, "last_error", json_string(s->last_error));
+	if (s->forked_from[0])
+		json_object_set_new(j, "forked_from", json_string(s->forked_from));
+	if (s->wake_ms >= 0)
+		json_object_set_new(j, "wake_ms", json_integer(s->wake_ms));
+	if (s->checkpoint)
+		json_object_set(j, "checkpoint", s->checkpoint);
 	return j;
 }
 
@@ -969,6 +1036,7 @@ json_t *na_node_capacity_json(struct na_node *n)
 	struct statvfs vfs;
 	long long disk_free = 0, disk_total = 0;
 	int running = 0, total = 0;
+	json_t *ckpt;
 
 	if (statvfs(n->pool, &vfs) == 0) {
 		disk_free = (long long)vfs.f_bavail * (long long)vfs.f_frsize;
@@ -995,8 +1063,11 @@ json_t *na_node_capacity_json(struct na_node *n)
 						      "target", n->warm[i].target, "ready", ready,
 						      "starting", starting));
 	}
+	ckpt = json_pack("{s:I, s:I, s:I, s:I, s:I}", "ok", (json_int_t)n->ckpt_ok, "failed",
+			 (json_int_t)n->ckpt_failed, "refused", (json_int_t)n->ckpt_refused, "wakes",
+			 (json_int_t)n->wakes, "wake_failures", (json_int_t)n->wake_failures);
 	pthread_mutex_unlock(&n->mu);
-	return json_pack("{s:{s:I, s:I}, s:i, s:{s:I, s:I}, s:i, s:i, s:i, s:o, s:o}", "memory",
+	return json_pack("{s:{s:I, s:I}, s:i, s:{s:I, s:I}, s:i, s:i, s:i, s:o, s:o, s:o}", "memory",
 			 "total", (json_int_t)meminfo("MemTotal"), "available",
 			 (json_int_t)meminfo("MemAvailable"), "cpus",
 			 (int)sysconf(_SC_NPROCESSORS_ONLN), "disk", "free", (json_int_t)disk_free,
@@ -1005,6 +1076,6 @@ json_t *na_node_capacity_json(struct na_node *n)
 			 n->max_sandboxes > 0 ? json_integer(n->max_sandboxes > total
 								 ? n->max_sandboxes - total : 0)
 					      : json_null(),
-			 "warm", warm);
+			 "warm", warm, "checkpoints", ckpt);
 }
 

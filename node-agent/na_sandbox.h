@@ -27,6 +27,8 @@ struct na_node_opts {
 	struct na_egress *egress;  /* the egress proxy engine (not owned) */
 	int max_sandboxes;         /* most sandboxes held at once (warm members too); 0: no limit */
 	const char *proxy_domain;  /* the proxy's domain: its names are the sandbox's own */
+	const char *proxy_admin;   /* this node's cloche-proxy admin URL (drains); NULL: none */
+	const char *credential;    /* the node credential, for the proxy's admin API */
 };
 
 /* Creates the node (copies opts) and makes pool/sandboxes and the runsc

@@ -19,6 +19,10 @@ static const char *const hook_names[NA_HOOK_COUNT] = {
 	[NA_HOOK_RESOLVE] = "egress-resolve",
 	[NA_HOOK_CONNECT] = "connect-serve",
 	[NA_HOOK_EXIT] = "exit",
+	[NA_HOOK_CHECKPOINT] = "checkpoint",
+	[NA_HOOK_CHECKPOINT_DONE] = "checkpoint-done",
+	[NA_HOOK_RESTORE] = "restore",
+	[NA_HOOK_UPLOAD] = "upload",
 };
 
 static int hook_ms[NA_HOOK_COUNT];

@@ -19,6 +19,10 @@ enum na_hook {
 	NA_HOOK_RESOLVE,      /* "egress-resolve": a proxy connection, just before its name lookup */
 	NA_HOOK_CONNECT,      /* "connect-serve": a port-connect request, after its line was read */
 	NA_HOOK_EXIT,         /* "exit": the agent, after it freed everything, before it returns */
+	NA_HOOK_CHECKPOINT,   /* "checkpoint": rescue snapshot taken, before runsc checkpoint */
+	NA_HOOK_CHECKPOINT_DONE, /* "checkpoint-done": runsc checkpoint done, generation not yet complete */
+	NA_HOOK_RESTORE,      /* "restore": rootfs and netns made, before runsc restore */
+	NA_HOOK_UPLOAD,       /* "upload": an offload, after the first object, before the manifest */
 	NA_HOOK_COUNT
 };
 

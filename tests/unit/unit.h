@@ -16,5 +16,6 @@ Suite *suite_query(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);
+Suite *suite_netcheck(void);
 
 #endif
