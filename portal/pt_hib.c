@@ -567,6 +567,23 @@ static void expiry_failed(struct pt_portal *p, struct pt_sb *sb, const char *msg
 	pt_core_release_row(p, sb, why, &e, &rc);
 }
 
+/* After a 500 to a hibernate: 1 the node booted the sandbox again (ready),
+ * 0 it failed, -1 not known (the heartbeats will say).  From the sandbox's
+ * view when the answer has one, else from the node's message. */
+static int rebooted(const struct pt_job *j)
+{
+	const char *st = json_string_value(json_object_get(json_object_get(j->out, "sandbox"),
+							   "state"));
+
+	if (st)
+		return strcmp(st, "ready") == 0 ? 1 : strcmp(st, "failed") == 0 ? 0 : -1;
+	if (strstr(j->msg, "reboot failed"))
+		return 0;
+	if (strstr(j->msg, "rebooted from its rootfs snapshot"))
+		return 1;
+	return -1;
+}
+
 static void hibernate_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 {
 	struct pt_sb sb;
@@ -615,30 +632,30 @@ static void hibernate_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 				log_warn("wake after hibernate not started", "{s:s, s:s}", "id", sb.id,
 					 "error", e.msg);
 		}
-	} else if (j->status == 500) {
-		json_t *v = json_object_get(j->out, "sandbox");
-		const char *st = json_string_value(json_object_get(v, "state"));
+	} else if (j->status == 500 && rebooted(j) >= 0) {
+		/* runsc's checkpoint failed: the node booted it again from the
+		 * rootfs snapshot it took first (files kept), or it failed. */
+		bool up = rebooted(j) == 1;
 
 		p->metrics.checkpoint_failures++;
 		p->metrics.hib_failed++;
 		status = 502;
-		if (st && strcmp(st, "ready") == 0) {
-			snprintf(why, sizeof(why),
-				 "checkpoint failed: %s; rebooted from its rootfs snapshot (processes "
-				 "restarted, files kept)",
-				 j->msg);
-			move_or_log(p, &sb, PT_READY, why);
-		} else {
-			snprintf(why, sizeof(why), "checkpoint failed: %s", j->msg);
-			move_or_log(p, &sb, PT_FAILED, why);
-		}
+		if (strncmp(j->msg, "checkpoint failed", 17) == 0)
+			snprintf(why, sizeof(why), "%s", j->msg);
+		else
+			snprintf(why, sizeof(why), "checkpoint failed: %s%s", j->msg,
+				 up ? "; rebooted from its rootfs snapshot (files kept, processes "
+				      "restarted)"
+				    : "");
+		move_or_log(p, &sb, up ? PT_READY : PT_FAILED, why);
 		msg = why;
-	} else if (j->status == -1) {
+	} else if (j->status == -1 || j->status == 500) {
 		/* Maybe hibernated, maybe not: the node's heartbeats will say. */
 		snprintf(why, sizeof(why),
-			 "%s did not answer the hibernate (%s); the sandbox settles with its next "
-			 "heartbeats",
+			 "hibernate on %s: %s; the sandbox settles with its next heartbeats",
 			 j->node, j->msg);
+		if (j->status == 500)
+			p->metrics.checkpoint_failures++;
 		p->metrics.hib_failed++;
 		status = 502;
 		msg = why;
@@ -814,6 +831,22 @@ static void offload_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 	op_end(p, o, WANT_ASLEEP, status, msg, next);
 }
 
+/* The node's error for fork child id, from the answer's "failed" list. */
+static const char *failed_why(json_t *out, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(json_object_get(out, "failed"), i, v) {
+		const char *fid = json_string_value(json_object_get(v, "id"));
+		const char *err = json_string_value(json_object_get(v, "error"));
+
+		if (fid && strcmp(fid, id) == 0)
+			return err ? err : "no reason given";
+	}
+	return "not in the node's answer";
+}
+
 static void fork_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 {
 	char why[600];
@@ -824,17 +857,49 @@ static void fork_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 		char list[FORK_MAX * 34] = "";
 		size_t len = 0;
 		struct err e = ERR_INIT;
+		json_t *kids = json_object_get(j->out, "children");
+		const char *pst = json_string_value(
+			json_object_get(json_object_get(j->out, "parent"), "state"));
+		int made = 0;
 
 		for (int i = 0; i < o->nchild; i++) {
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
-						o->child[i]);
-			snprintf(why, sizeof(why), "forked from %s on %s", o->id, j->node);
-			pt_core_move_id(p, o->child[i], PT_STARTING, PT_READY, why, NULL);
+			bool there = false;
+			size_t k;
+			json_t *v;
+
+			json_array_foreach(kids, k, v)
+				there |= json_is_string(json_object_get(v, "id")) &&
+					 strcmp(json_string_value(json_object_get(v, "id")),
+						o->child[i]) == 0;
+			if (there) {
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+							made++ ? ", " : "", o->child[i]);
+				snprintf(why, sizeof(why), "forked from %s on %s", o->id, j->node);
+				pt_core_move_id(p, o->child[i], PT_STARTING, PT_READY, why, NULL);
+			} else {
+				snprintf(why, sizeof(why), "fork of %s on %s: this child failed: %s",
+					 o->id, j->node, failed_why(j->out, o->child[i]));
+				pt_core_move_id(p, o->child[i], PT_STARTING, PT_FAILED, why, NULL);
+			}
 		}
-		snprintf(why, sizeof(why), "forked into %d on %s: %s", o->nchild, j->node, list);
+		snprintf(why, sizeof(why), "forked into %d on %s: %s", made, j->node, list);
 		if (pt_store_sb_note(p->st, o->id, PT_READY, why, &e) == -1)
 			log_warn("fork note not stored", "{s:s, s:s}", "id", o->id, "error", e.msg);
-		p->metrics.forks_ok++;
+		if (pst && strcmp(pst, "hibernated") == 0) {
+			/* Its checkpoint is complete but its restore failed: a wake
+			 * brings it back. */
+			snprintf(why, sizeof(why), "forked on %s, but it could not be restored "
+						   "after the checkpoint: hibernated (wake it)", j->node);
+			if (pt_core_move_id(p, o->id, PT_READY, PT_HIBERNATING, why, NULL) == 0)
+				pt_core_move_id(p, o->id, PT_HIBERNATING, PT_HIBERNATED, why, NULL);
+		}
+		if (made == o->nchild) {
+			p->metrics.forks_ok++;
+		} else {
+			p->metrics.forks_failed++;
+			status = made ? 200 : 502;
+			msg = "no child could be made";
+		}
 	} else if (j->status == -1) {
 		/* The children become ready (adopted) or fail by the heartbeats. */
 		snprintf(why, sizeof(why), "%s did not answer the fork (%s)", j->node, j->msg);

@@ -27,7 +27,7 @@ enum px_rt_kind {
 	PX_RT_LOCAL,   /* ready on this node: connect through the node agent */
 	PX_RT_TCP,     /* a static route: connect to addr */
 	PX_RT_REMOTE,  /* ready on another node: forward to its proxy at addr */
-	PX_RT_WAIT,    /* starting or waking: hold the request */
+	PX_RT_WAIT,    /* starting, asleep or waking: hold the request (waking it) */
 	PX_RT_GONE,    /* no such sandbox (or released): 404 */
 	PX_RT_FAIL,    /* the portal could not be asked, or the owner has no proxy: 502 */
 };
