@@ -271,6 +271,7 @@ struct answer {
 	enum px_rt_kind kind;
 	char addr[64], sid[40], state[16], why[160], secret[64];
 	char prev[16];          /* the state of the answer before this one */
+	bool held;              /* a request is held for it: wake it when asleep */
 	bool woke;
 };
 
@@ -376,7 +377,9 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 			/* A wake that failed brings it back asleep: ask again. */
 			if (!strcmp(a->prev, "waking") && asleep_state(state))
 				a->woke = false;
-			if (asleep_state(state) && !a->woke)
+			/* Only for a request that waits: a kept connection or a
+			 * drain (the node's, before the checkpoint) asks too. */
+			if (asleep_state(state) && !a->woke && a->held)
 				a->woke = portal_wake(r, a->id);
 		} else {
 			a->kind = PX_RT_GONE;
@@ -520,6 +523,7 @@ static void *resolver(void *arg)
 						       sizeof(batch[n].secret));
 					batch[n].woke = rt->woke;
 					memcpy(batch[n].prev, rt->state, sizeof(batch[n].prev));
+					batch[n].held = atomic_load(&rt->held) > 0;
 					n++;
 				}
 			}

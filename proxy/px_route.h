@@ -50,6 +50,7 @@ struct px_rt {
 	/* Lock-free: */
 	atomic_uint gen;                 /* bumped whenever the answer changes */
 	atomic_int conns;                /* client connections on it now */
+	atomic_int held;                 /* requests held on it (WAIT) now */
 	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 	atomic_uint_fast64_t last_seen_ms;
 	atomic_uint_fast64_t upstream_fin_ms;  /* last time its server closed first */
