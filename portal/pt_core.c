@@ -806,8 +806,12 @@ void pt_core_forget_checkpoint(struct pt_portal *p, const char *sid, const char 
 {
 	struct pt_destroy *d = pt_core_destroy_find(p, "", sid);
 
-	if (d)
+	if (d) {
+		/* One delete removes every generation: a pending one serves. */
+		if (id && *id)
+			snprintf(d->id, sizeof(d->id), "%s", id);
 		return;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return; /* the next start sends it again (the row stays releasing) */
