@@ -46,6 +46,18 @@ int util_read_secret(const char *path, char *out, size_t cap, size_t min, struct
 	return (int)len;
 }
 
+void util_hex(const void *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 int util_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

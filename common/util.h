@@ -52,6 +52,10 @@ static inline int util_hexval(int c)
 	return -1;
 }
 
+/* Writes the n bytes at p as 2n lower-case hex digits and a NUL into out
+ * (2n + 1 bytes). */
+void util_hex(const void *p, size_t n, char *out);
+
 /* write(2) all of buf, retrying on EINTR and short writes.  0 or -1/errno. */
 int util_write_all(int fd, const void *buf, size_t len);
 

@@ -7,6 +7,8 @@
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_heartbeat.h"
+#include "node-agent/na_l2.h"
+#include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
 
@@ -14,6 +16,7 @@
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -62,6 +65,14 @@ static const struct cfg_opt opts[] = {
 	{"proxy-admin", CFG_STR, "",
 	 "this node's cloche-proxy admin URL (e.g. http://127.0.0.1:7081): drained before a "
 	 "checkpoint (empty: no proxy on this node)"},
+	{"s3-endpoint", CFG_STR, "",
+	 "S3 API endpoint for offloaded checkpoints (L2), http(s)://host[:port]; empty: no L2"},
+	{"s3-bucket", CFG_STR, "cloche", "the bucket of offloaded checkpoints and templates"},
+	{"s3-region", CFG_STR, "us-east-1", "the bucket's region (signed into every request)"},
+	{"s3-prefix", CFG_STR, "cloche/", "prefix of every key this node writes"},
+	{"s3-credential-file", CFG_STR, NULL,
+	 "file with the access key and the secret key on two lines (default: the environment: "
+	 "CLOCHE_S3_ACCESS_KEY/CLOCHE_S3_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"},
 	{"proxy-domain", CFG_STR, "cloche.localhost",
 	 "the proxy's domain: the sandbox's servers accept *.<domain> as their Host"},
 	{"node-name", CFG_STR, NULL, "this node's name at the portal (default: the host name)"},
@@ -122,7 +133,7 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
 enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS, JOB_HIBERNATE, JOB_WAKE,
-		JOB_FORK };
+		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE };
 
 struct job {
 	struct agent *a;
@@ -131,6 +142,7 @@ struct job {
 	char id[32];   /* the sandbox; for JOB_IMPORT the imported template */
 	char file[1024];
 	struct na_egress_policy pol; /* JOB_EGRESS */
+	json_t *req;                 /* JOB_RESTORE's body */
 	int status;
 	json_t *body;
 	struct job *next; /* in agent.posted */
@@ -162,6 +174,7 @@ static void job_reply(void *ud)
 	memset(&resp, 0, sizeof(resp));
 	hsrv_resp_json(&resp, j->status, j->body);
 	hsrv_defer_reply(j->defer, &resp);
+	json_decref(j->req);
 	free(j);
 }
 
@@ -204,6 +217,22 @@ static void *job_thread(void *arg)
 		rc = j->body ? 0 : -1;
 		j->status = 200;
 		break;
+	case JOB_OFFLOAD:
+	case JOB_RESTORE:
+		j->body = j->kind == JOB_OFFLOAD ? na_node_offload_run(j->a->node, j->id, &e)
+						 : na_node_restore_run(j->a->node, j->id, j->req, &e);
+		rc = j->body ? 0 : -1;
+		j->status = 200;
+		break;
+	case JOB_L2_DELETE: {
+		long long nkeys = na_node_l2_delete(j->a->node, j->id, j->file, &e);
+		rc = nkeys < 0 ? -1 : 0;
+		j->status = 200;
+		if (rc == 0)
+			j->body = json_pack("{s:s, s:s, s:I}", "id", j->id, "prefix", j->file, "deleted",
+					    (json_int_t)nkeys);
+		break;
+	}
 	default:
 		rc = na_node_import_template(j->a->node, j->file, name, sizeof(name), &e);
 		if (rc == 0) {
@@ -241,6 +270,10 @@ static void job_cancel(struct agent *a, enum job_kind kind, const char *id)
 {
 	if (kind == JOB_EGRESS)
 		na_node_egress_cancel(a->node, id);
+	else if (kind == JOB_OFFLOAD)
+		na_node_ckpt_cancel(a->node, id);
+	else if (kind == JOB_RESTORE)
+		na_node_restore_cancel(a->node, id);
 	else if (kind == JOB_HIBERNATE || kind == JOB_WAKE || kind == JOB_FORK)
 		na_node_ckpt_cancel(a->node, id);
 	else if (kind == JOB_CREATE)
@@ -249,7 +282,7 @@ static void job_cancel(struct agent *a, enum job_kind kind, const char *id)
 
 static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
 		      enum job_kind kind, const char *id, const char *file,
-		      const struct na_egress_policy *pol)
+		      const struct na_egress_policy *pol, json_t *body)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	pthread_t th;
@@ -266,9 +299,11 @@ static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_r
 	snprintf(j->file, sizeof(j->file), "%s", file ? file : "");
 	if (pol)
 		j->pol = *pol;
+	j->req = json_incref(body);
 	j->defer = hsrv_defer(req, job_gone, j);
 	if (!j->defer) {
 		job_cancel(a, kind, j->id);
+		json_decref(j->req);
 		free(j);
 		hsrv_resp_error(resp, 500, "internal", "out of memory");
 		return;
@@ -307,7 +342,7 @@ static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	if (claimed) /* a warm pool member: ready now */
 		hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
 	else
-		start_job(a, req, resp, JOB_CREATE, id, NULL, NULL);
+		start_job(a, req, resp, JOB_CREATE, id, NULL, NULL, NULL);
 }
 
 static const char *path_id(const struct hsrv_req *req)
@@ -352,7 +387,18 @@ static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		if (rc == -1)
 			resp_err(resp, &e);
 		else
-			start_job(a, req, resp, k, id, NULL, NULL);
+			start_job(a, req, resp, k, id, NULL, NULL, NULL);
+		return;
+	}
+	if (strcmp(slash, "/offload") == 0 || strcmp(slash, "/restore") == 0) {
+		bool off = slash[1] == 'o';
+		rc = off ? na_node_offload_begin(a->node, id, &e)
+			 : na_node_restore_begin(a->node, id, body, &e);
+		if (rc == -1) {
+			resp_err(resp, &e);
+			return;
+		}
+		start_job(a, req, resp, off ? JOB_OFFLOAD : JOB_RESTORE, id, NULL, NULL, body);
 		return;
 	}
 	if (strcmp(slash, "/claim") != 0) {
@@ -402,7 +448,7 @@ static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
 		return;
 	}
-	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL, NULL);
+	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL, NULL, NULL);
 }
 
 /* PUT /v1/sandboxes/{id}/egress */
@@ -434,7 +480,25 @@ static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		resp_err(resp, &e);
 		return;
 	}
-	start_job(a, req, resp, JOB_EGRESS, id, NULL, &pol);
+	start_job(a, req, resp, JOB_EGRESS, id, NULL, &pol, NULL);
+}
+
+/* DELETE /v1/checkpoints/{id}?prefix=P: an offloaded sandbox's objects in
+ * S3 (any node with S3 can do it; the portal asks one). */
+static void h_l2_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct agent *a = ud;
+	const char *id = req->path + strlen("/v1/checkpoints/");
+	char prefix[1024];
+
+	if (deny(a, req, resp))
+		return;
+	if (!na_valid_id(id) || query_get(req->query, "prefix", prefix, sizeof(prefix)) <= 0) {
+		hsrv_resp_error(resp, 400, "bad_request",
+				"give DELETE /v1/checkpoints/{id}?prefix=<its S3 prefix>");
+		return;
+	}
+	start_job(a, req, resp, JOB_L2_DELETE, id, prefix, NULL, NULL);
 }
 
 static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -467,7 +531,7 @@ static void h_import(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		resp_err(resp, &e);
 		return;
 	}
-	start_job(a, req, resp, JOB_IMPORT, NULL, file, NULL);
+	start_job(a, req, resp, JOB_IMPORT, NULL, file, NULL, NULL);
 }
 
 static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -605,8 +669,58 @@ static void read_credential(struct agent *a, const char *path)
 	a->cred_len = (size_t)n;
 }
 
+/* The S3 client of --s3-*: keys from --s3-credential-file (access key and
+ * secret key on two lines) or the environment.  NULL with e. */
+static struct na_s3 *open_s3(struct cfg *c, struct err *e)
+{
+	char keys[512] = "", *nl;
+	const char *ak = NULL, *sk = NULL;
+	struct na_s3 *s3;
+
+	if (cfg_str(c, "s3-credential-file")) {
+		const char *path = cfg_str(c, "s3-credential-file");
+		AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd == -1 ? -1 : read(fd, keys, sizeof(keys) - 1);
+
+		if (n < 0)
+			return err_set(e, errno, "--s3-credential-file `%s`", path), NULL;
+		keys[n] = '\0';
+		nl = strchr(keys, '\n');
+		if (!nl)
+			return err_set(e, 0, "--s3-credential-file: give the access key and the secret "
+					     "key on two lines"),
+			       NULL;
+		*nl = '\0';
+		nl[1 + strcspn(nl + 1, "\r\n")] = '\0';
+		keys[strcspn(keys, "\r")] = '\0';
+		ak = keys;
+		sk = nl + 1;
+	} else {
+		ak = getenv("CLOCHE_S3_ACCESS_KEY") ? getenv("CLOCHE_S3_ACCESS_KEY")
+						    : getenv("AWS_ACCESS_KEY_ID");
+		sk = getenv("CLOCHE_S3_SECRET_KEY") ? getenv("CLOCHE_S3_SECRET_KEY")
+						    : getenv("AWS_SECRET_ACCESS_KEY");
+	}
+	if (!ak || !*ak || !sk || !*sk)
+		return err_set(e, 0, "--s3-endpoint needs keys: --s3-credential-file, or "
+				     "CLOCHE_S3_ACCESS_KEY and CLOCHE_S3_SECRET_KEY"),
+		       NULL;
+	s3 = na_s3_new(&(struct na_s3_opts){.endpoint = cfg_str(c, "s3-endpoint"),
+					     .bucket = cfg_str(c, "s3-bucket"),
+					     .region = cfg_str(c, "s3-region"),
+					     .access_key = ak,
+					     .secret_key = sk,
+					     .attempts = getenv("CLOCHE_S3_ATTEMPTS")
+								 ? atoi(getenv("CLOCHE_S3_ATTEMPTS"))
+								 : 0},
+		       e);
+	explicit_bzero(keys, sizeof(keys));
+	return s3;
+}
+
 int main(int argc, char **argv)
 {
+	struct na_s3 *s3 = NULL;
 	struct err e = ERR_INIT;
 	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_NODE");
 	struct agent a;
@@ -647,7 +761,12 @@ int main(int argc, char **argv)
 			cfg_free(c);
 			return rc;
 		}
-		err_set(&e, 0, "unknown command `%s` (the only one is `connect ID PORT`)",
+		if (strcmp(cfg_args(c, NULL)[0], "s3") == 0) {
+			rc = na_s3_cli_main((int)nargs, cfg_args(c, NULL));
+			cfg_free(c);
+			return rc;
+		}
+		err_set(&e, 0, "unknown command `%s` (the commands are `connect ID PORT` and `s3 ...`)",
 			cfg_args(c, NULL)[0]);
 		die("bad configuration", &e);
 	}
@@ -674,6 +793,14 @@ int main(int argc, char **argv)
 	}
 	no.max_sandboxes = (int)cfg_int(c, "max-sandboxes");
 	no.proxy_domain = cfg_str(c, "proxy-domain");
+	no.s3 = NULL;
+	no.s3_prefix = cfg_str(c, "s3-prefix");
+	if (*cfg_str(c, "s3-endpoint")) {
+		s3 = open_s3(c, &e);
+		if (!s3)
+			die("bad configuration", &e);
+		no.s3 = s3;
+	}
 	no.proxy_admin = cfg_str(c, "proxy-admin");
 	no.credential = a.cred;
 	if (*no.proxy_admin && strncmp(no.proxy_admin, "http://", 7) != 0 &&
@@ -717,6 +844,7 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/sandboxes/*", h_action, &a, &e) == -1 ||
+	    hsrv_route(a.srv, "DELETE", "/v1/checkpoints/*", h_l2_delete, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||
@@ -795,6 +923,7 @@ int main(int argc, char **argv)
 	hsrv_free(a.srv);
 	pthread_mutex_destroy(&a.posted_mu);
 	na_node_free(a.node);
+	na_s3_free(s3);
 	na_egress_free(a.egress);
 	cfg_free(c);
 	log_info("stopped", NULL);

@@ -42,6 +42,61 @@ int na_btrfs_snapshot_ro(const char *src, const char *dst, struct err *e)
 	return 0;
 }
 
+int na_btrfs_send_zst(const char *subvol, const char *parent, const char *out, struct err *e)
+{
+	/* One pipeline, its status the first failure (pipefail); the paths
+	 * are arguments, never part of the script. */
+	char *argv[] = {"bash", "-o", "pipefail", "-c",
+			parent ? "btrfs -q send -p \"$1\" \"$2\" | zstd -q -3 -T2 -f -o \"$3\""
+			       : "btrfs -q send \"$2\" | zstd -q -3 -T2 -f -o \"$3\"",
+			"na-btrfs-send", (char *)(parent ? parent : "-"), (char *)subvol, (char *)out,
+			NULL};
+
+	if (na_cmd_check(argv, NULL, NULL, e) == -1)
+		return err_wrap(e, "btrfs send `%s`%s%s", subvol, parent ? " -p " : "",
+				parent ? parent : "");
+	return 0;
+}
+
+int na_btrfs_receive_zst(const char *in, const char *dir, struct err *e)
+{
+	char *argv[] = {"bash", "-o", "pipefail", "-c",
+			"zstd -q -d -c \"$1\" | btrfs -q receive -e \"$2\"", "na-btrfs-receive",
+			(char *)in, (char *)dir, NULL};
+
+	if (na_cmd_check(argv, NULL, NULL, e) == -1)
+		return err_wrap(e, "btrfs receive into `%s`", dir);
+	return 0;
+}
+
+int na_btrfs_uuid(const char *path, char *out, size_t len, struct err *e)
+{
+	char *argv[] = {"btrfs", "subvolume", "show", (char *)path, NULL};
+	AUTOBUF struct buf b = BUF_INIT(64 << 10);
+	char uuid[64] = "", rcvd[64] = "";
+	const char *line;
+	int rc = na_cmd_run(argv, NULL, NULL, &b, e);
+
+	if (rc == -1)
+		return -1;
+	if (rc != 0)
+		return err_set(e, 0, "btrfs subvolume show `%s` exited %d", path, rc);
+	for (line = buf_str(&b); line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (strncmp(line, "UUID:", 5) == 0)
+			sscanf(line + 5, " %63s", uuid);
+		else if (strncmp(line, "Received UUID:", 14) == 0)
+			sscanf(line + 14, " %63s", rcvd);
+	}
+	/* What a send stream names this subvolume by: its received UUID
+	 * when it came from a stream, else its own. */
+	snprintf(out, len, "%s", rcvd[0] && strcmp(rcvd, "-") != 0 ? rcvd : uuid);
+	if (!out[0])
+		return err_set(e, 0, "btrfs subvolume show `%s`: no UUID", path);
+	return 0;
+}
+
 bool na_btrfs_is_subvolume(const char *path)
 {
 	struct stat st;

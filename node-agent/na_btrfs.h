@@ -17,6 +17,19 @@ int na_btrfs_snapshot_ro(const char *src, const char *dst, struct err *e);
 /* Deletes subvolume path; a path that does not exist is success. */
 int na_btrfs_delete(const char *path, struct err *e);
 
+/* `btrfs send [-p parent] subvol | zstd` into the file out: a full stream,
+ * or the difference to parent (a read-only subvolume the receiver has, by
+ * UUID).  0 or -1. */
+int na_btrfs_send_zst(const char *subvol, const char *parent, const char *out, struct err *e);
+
+/* `zstd -d < in | btrfs receive -e dir`: the subvolume the stream names is
+ * made in dir, read-only once complete.  0 or -1. */
+int na_btrfs_receive_zst(const char *in, const char *dir, struct err *e);
+
+/* The UUID a send stream names subvolume path by (its received UUID when it
+ * was received, else its own).  0 or -1. */
+int na_btrfs_uuid(const char *path, char *out, size_t len, struct err *e);
+
 /* True when path is the root of a btrfs subvolume (inode 256 on btrfs). */
 bool na_btrfs_is_subvolume(const char *path);
 

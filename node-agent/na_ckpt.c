@@ -42,7 +42,7 @@ static void ckpt_dir(const struct na_node *n, const char *id, char *out, size_t 
 	snprintf(out, len, "%s/checkpoints/%s", n->pool, id);
 }
 
-static void gen_dir(const struct na_node *n, const char *id, int gen, const char *suffix,
+void na_ckpt_gen_dir(const struct na_node *n, const char *id, int gen, const char *suffix,
 		    char *out, size_t len)
 {
 	snprintf(out, len, "%s/checkpoints/%s/%d%s", n->pool, id, gen, suffix);
@@ -359,17 +359,17 @@ int na_ckpt_remove_all(struct na_node *n, const char *id, struct err *e)
 	return remove_gens(n, id, 0, e);
 }
 
-static bool gen_complete(struct na_node *n, const char *id, int gen)
+bool na_ckpt_gen_complete(struct na_node *n, const char *id, int gen)
 {
 	char p[1400];
 	struct stat st;
 
 	if (gen <= 0)
 		return false;
-	gen_dir(n, id, gen, "/manifest.json", p, sizeof(p));
+	na_ckpt_gen_dir(n, id, gen, "/manifest.json", p, sizeof(p));
 	if (stat(p, &st) == -1)
 		return false;
-	gen_dir(n, id, gen, "/rootfs", p, sizeof(p));
+	na_ckpt_gen_dir(n, id, gen, "/rootfs", p, sizeof(p));
 	return na_btrfs_is_readonly(p);
 }
 
@@ -471,8 +471,8 @@ static int checkpoint_gen(struct na_node *n, struct na_sb *c, int gen, const str
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
 	snprintf(log_path, sizeof(log_path), "%s/console.log", dir);
 	ckpt_dir(n, c->id, p, sizeof(p));
-	gen_dir(n, c->id, gen, ".part", part, sizeof(part));
-	gen_dir(n, c->id, gen, "", done, sizeof(done));
+	na_ckpt_gen_dir(n, c->id, gen, ".part", part, sizeof(part));
+	na_ckpt_gen_dir(n, c->id, gen, "", done, sizeof(done));
 	if ((mkdir(p, 0700) == -1 && errno != EEXIST) || remove_gen(part, e) == -1 ||
 	    remove_gen(done, e) == -1 || mkdir(part, 0700) == -1) {
 		err_set(e, errno, "make `%s`", part);
@@ -676,8 +676,8 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e)
 
 	if (!snapshot_of(n, id, &c))
 		return err_http(e, 404, "no sandbox `%s`", id), NULL;
-	gen_dir(n, id, c.generation, "", gdir, sizeof(gdir));
-	if (!gen_complete(n, id, c.generation)) {
+	na_ckpt_gen_dir(n, id, c.generation, "", gdir, sizeof(gdir));
+	if (!na_ckpt_gen_complete(n, id, c.generation)) {
 		snprintf(c.state, sizeof(c.state), "hibernated");
 		settle(n, &c, NULL);
 		return err_http(e, 500, "sandbox `%s` has no complete checkpoint to wake from", id),
@@ -817,7 +817,7 @@ json_t *na_node_fork_run(struct na_node *n, const char *id, struct err *e)
 		na_node_ckpt_cancel(n, id); /* the children */
 		return NULL;
 	}
-	gen_dir(n, id, c.generation, "", gdir, sizeof(gdir));
+	na_ckpt_gen_dir(n, id, c.generation, "", gdir, sizeof(gdir));
 	jobs[0].sb = c;
 	for (int i = 0; i < nj; i++) {
 		jobs[i].n = n;
@@ -905,7 +905,7 @@ bool na_ckpt_adopt(struct na_node *n, const char *id, const json_t *meta)
 		return false;
 	na_sb_dir(n, id, dir, sizeof(dir));
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
-	if (strcmp(state, "hibernated") == 0 && gen_complete(n, id, s->generation)) {
+	if (strcmp(state, "hibernated") == 0 && na_ckpt_gen_complete(n, id, s->generation)) {
 		/* A wake the last run did not finish leaves a container, a netns
 		 * pair or a rootfs copy: the generation is what counts. */
 		na_runsc_delete(n->runsc_root, id, &e);

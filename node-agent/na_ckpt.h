@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct na_node;
 
@@ -53,6 +54,13 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e);
  * not be restored, from where a wake brings it back). */
 int na_node_fork_begin(struct na_node *n, const char *id, const json_t *body, struct err *e);
 json_t *na_node_fork_run(struct na_node *n, const char *id, struct err *e);
+
+/* pool/checkpoints/<id>/<gen><suffix>. */
+void na_ckpt_gen_dir(const struct na_node *n, const char *id, int gen, const char *suffix,
+		     char *out, size_t len);
+
+/* True when generation gen of id is complete (manifest, read-only rootfs). */
+bool na_ckpt_gen_complete(struct na_node *n, const char *id, int gen);
 
 /* Removes every generation of id (subvolumes first, then the files). */
 int na_ckpt_remove_all(struct na_node *n, const char *id, struct err *e);

@@ -163,8 +163,7 @@ struct na_heartbeat *na_heartbeat_start(struct na_node *n, const struct na_heart
 		err_set(e, errno, "boot id");
 		return NULL;
 	}
-	for (int i = 0; i < 16; i++)
-		snprintf(hb->boot_id + 2 * i, 3, "%02x", r[i]);
+	util_hex(r, 16, hb->boot_id);
 	hb->node = n;
 	snprintf(hb->url, sizeof(hb->url), "%s/sbv1/nodes/heartbeat", o->portal);
 	snprintf(hb->name, sizeof(hb->name), "%s", o->name);

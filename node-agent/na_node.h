@@ -72,7 +72,8 @@ struct na_node {
 	int max_sandboxes;          /* 0: no limit */
 	char proxy_admin[256];      /* this node's cloche-proxy admin URL, "" for none */
 	char cred[256];             /* the node credential (for the proxy's admin API) */
-	struct na_s3 *s3;           /* L2; NULL when S3 is not configured */
+	struct na_s3 *s3;           /* L2; NULL when S3 is not configured (not owned) */
+	char s3_prefix[256];        /* the keys' prefix, e.g. "cloche/" */
 	/* Checkpoint outcomes since start (capacity JSON). */
 	long long ckpt_ok, ckpt_failed, ckpt_refused, wakes, wake_failures;
 	/* Called (under mu or not) when a sandbox becomes ready, fails, is

@@ -103,6 +103,8 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	snprintf(n->template_name, sizeof(n->template_name), "%s", o->template_name);
 	snprintf(n->proxy_admin, sizeof(n->proxy_admin), "%s", o->proxy_admin ? o->proxy_admin : "");
 	snprintf(n->cred, sizeof(n->cred), "%s", o->credential ? o->credential : "");
+	n->s3 = o->s3;
+	snprintf(n->s3_prefix, sizeof(n->s3_prefix), "%s", o->s3_prefix ? o->s3_prefix : "");
 	n->egress = o->egress;
 	n->max_sandboxes = o->max_sandboxes;
 	pthread_mutex_init(&n->mu, NULL);
@@ -704,6 +706,13 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 	if (s && strcmp(s->state, "stopping") == 0) {
 		pthread_mutex_unlock(&n->mu);
 		return err_http(e, 409, "sandbox `%s` is already being destroyed", id);
+	}
+	if (s && (strcmp(s->state, "hibernating") == 0 || strcmp(s->state, "waking") == 0 ||
+		  strcmp(s->state, "forking") == 0 || strcmp(s->state, "offloading") == 0)) {
+		char now[16];
+		snprintf(now, sizeof(now), "%s", s->state);
+		pthread_mutex_unlock(&n->mu);
+		return err_http(e, 409, "sandbox `%s` is %s; try again when that is done", id, now);
 	}
 	if (s && s->busy) {
 		pthread_mutex_unlock(&n->mu);

@@ -29,6 +29,8 @@ struct na_node_opts {
 	const char *proxy_domain;  /* the proxy's domain: its names are the sandbox's own */
 	const char *proxy_admin;   /* this node's cloche-proxy admin URL (drains); NULL: none */
 	const char *credential;    /* the node credential, for the proxy's admin API */
+	struct na_s3 *s3;          /* L2 (not owned); NULL: no offloads on this node */
+	const char *s3_prefix;     /* the prefix of every key this node writes */
 };
 
 /* Creates the node (copies opts) and makes pool/sandboxes and the runsc

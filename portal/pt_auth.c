@@ -20,8 +20,7 @@ static int sha256_hex(const char *s, char out[65])
 
 	if (!EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) || n != 32)
 		return -1;
-	for (unsigned i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	util_hex(md, n, out);
 	return 0;
 }
 
@@ -40,8 +39,7 @@ int pt_auth_key_create(struct pt_store *st, const char *name, const char *role, 
 	if (util_random_token(secret, sizeof(secret), 32) == -1 ||
 	    getentropy(rnd, sizeof(rnd)) == -1)
 		return err_set(e, errno, "random bytes");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(key.id + 2 * i, 3, "%02x", rnd[i]);
+	util_hex(rnd, sizeof(rnd), key.id);
 	snprintf(out, PT_KEY_MAX, "ck_%.12s_%.44s", key.id, secret);
 	snprintf(key.name, sizeof(key.name), "%s", name);
 	snprintf(key.role, sizeof(key.role), "%s", role);

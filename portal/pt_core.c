@@ -566,8 +566,7 @@ void pt_core_new_id(char *out, size_t len)
 
 	if (getentropy(r, sizeof(r)) == -1)
 		abort(); /* getrandom on Linux >= 3.17 does not fail for 8 bytes */
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", r[i]);
+	util_hex(r, sizeof(r), hex);
 	snprintf(out, len, "sb-%s", hex);
 }
 

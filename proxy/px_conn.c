@@ -1031,6 +1031,11 @@ static enum step finish(struct px_conn *c)
 		     atomic_load(&c->rt->drain_until_ms) <= w->now;
 
 	if (c->up) {
+		/* A server that ends its answer by closing, or says it will,
+		 * closes first whatever the race with our close: its side holds a
+		 * TIME_WAIT, which a checkpoint must wait out. */
+		if (!c->resp_keep || c->u2c.eof || c->u2c.frame == PX_BODY_CLOSE)
+			up_fin(c);
 		if (reuse)
 			px_idle_put(w, c->up);
 		else

@@ -22,6 +22,9 @@ PKGS=(
 	libnss-myhostname
 	# bench/proxy.sh: cloche-proxy against nginx, driven by wrk
 	nginx-light wrk
+	# checkpoints: zstd to compress images; awscli, a real S3 client, checks what
+	# the S3 client stores in s3rver (tests/e2e, npm)
+	zstd awscli
 )
 
 log() { [[ -z ${CLOCHE_VERBOSE:-} ]] || echo "install-deps: $*" >&2; }

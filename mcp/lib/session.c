@@ -3,6 +3,8 @@
  * is both the simplest and the fastest structure here. */
 #include "mcp/lib/session.h"
 
+#include "common/util.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +79,7 @@ struct mcp_session *mcp_sessions_create(struct mcp_sessions *t, const char *vers
 	}
 	s = &t->s[t->n++];
 	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+	util_hex(rnd, sizeof(rnd), s->id);
 	snprintf(s->version, sizeof(s->version), "%s", version);
 	s->last_ms = now;
 	return s;

@@ -20,12 +20,14 @@ FUZZ_SRCS_btrfs-stream := tests/fuzz/fuzz_btrfs_stream.c node-agent/na_btrfs.c n
 	common/log.c
 FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c proxy/px_chunk.c \
 	proxy/px_rewrite.c
-FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head
+FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c
+FUZZ_LIBS_s3-list := $(call pc_libs,libcurl libcrypto)
+FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz-%: $$(FUZZ_SRCS_%) $(FUZZ_COMMON) tests/fuzz/module.mk
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS_$*) $(FUZZ_COMMON) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS_$*) $(FUZZ_COMMON) $(FUZZ_LIBS) $(FUZZ_LIBS_$*)
 
 fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)
 	@rc=0; for t in $(FUZZ_TARGETS); do \

@@ -11,6 +11,7 @@ int main(void)
 	srunner_add_suite(sr, suite_node_egress_engine());
 	srunner_add_suite(sr, suite_node_spec());
 	srunner_add_suite(sr, suite_node_btrfs());
+	srunner_add_suite(sr, suite_node_s3());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
