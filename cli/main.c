@@ -40,7 +40,9 @@ static const char usage[] =
 	"  events ID                              its state changes\n"
 	"  release ID...                          end leases (the sandboxes are destroyed)\n"
 	"  keepalive ID [--ttl S]                 extend a lease\n"
-	"  hibernate ID | wake ID | fork ID [--count N]\n"
+	"  hibernate ID                           checkpoint it and stop it (state kept)\n"
+	"  wake ID                                bring it back; renews the lease\n"
+	"  fork ID [--count N]                    N copies (1..8) with their own tokens\n"
 	"  vnc ID                                 the noVNC URL\n"
 	"  mcp-config ID                          the mcpServers block for an MCP client\n"
 	"  nodes | templates\n"
@@ -523,7 +525,7 @@ static int cmd_action(struct args *a, const char *action)
 			rc = whole(v, 1, 1L << 30, &n) ? json_object_set_new(body, "ttl", json_integer(n))
 						       : bad_number("--ttl", v);
 		else if (strcmp(action, "fork") == 0 && (v = opt_val(a, "--count", &bad)))
-			rc = whole(v, 1, 1000, &n) ? json_object_set_new(body, "count", json_integer(n))
+			rc = whole(v, 1, 8, &n) ? json_object_set_new(body, "count", json_integer(n))
 						   : bad_number("--count", v);
 		else if (!bad && a->v[a->i][0] == '-')
 			rc = fail(2, "%s: unknown option `%s`", action, a->v[a->i]);
@@ -532,6 +534,10 @@ static int cmd_action(struct args *a, const char *action)
 		if (bad)
 			rc = 2;
 	}
+	/* The portal waits for the node; answer before our own timeout (a 202
+	 * then says it is still under way). */
+	if (!strcmp(action, "hibernate") || !strcmp(action, "wake") || !strcmp(action, "fork"))
+		json_object_set_new(body, "wait", json_integer(timeout_s > 10 ? timeout_s - 5 : 5));
 	if (!rc && (nids == 0 || (nids > 1 && strcmp(action, "release") != 0)))
 		rc = fail(2, "usage: cloche %s ID%s", action, strcmp(action, "release") ? "" : "...");
 	for (int i = 0; i < nids && !rc; i++) {
@@ -541,8 +547,16 @@ static int cmd_action(struct args *a, const char *action)
 		json_decref(out);
 		rc = call("POST", path, body, &out, NULL, 0, NULL);
 		if (rc == 0) {
+			json_t *kids = json_object_get(out, "children");
+			size_t k;
+			json_t *c;
+
 			if (as_json)
 				print_json(out);
+			else if (json_is_array(kids))
+				json_array_foreach(kids, k, c)
+					printf("%s %s %s\n", str(c, "id"), str(c, "state"),
+					       str(json_object_get(c, "urls"), "novnc"));
 			else
 				printf("%s %s\n", str(out, "id"), str(out, "state"));
 		}

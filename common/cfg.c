@@ -129,7 +129,7 @@ static const char *cfg_digits(const char *s, unsigned long long *v)
 	return p == s ? NULL : p;
 }
 
-static int cfg_parse_duration(const char *s, long long *out, struct err *e)
+int cfg_parse_duration(const char *s, long long *out, struct err *e)
 {
 	static const struct { const char *unit; unsigned long long ms; } units[] = {
 		{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},

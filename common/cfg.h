@@ -84,6 +84,10 @@ unsigned long long cfg_size(const struct cfg *c, const char *name);
  * For diagnostics such as a start-up log line. */
 const char *cfg_source(const struct cfg *c, const char *name);
 
+/* Parses a duration as CFG_DURATION options take it ("500ms", "5s", "2m",
+ * "1h", "7d", "0") into *ms.  0, or -1 with e. */
+int cfg_parse_duration(const char *s, long long *ms, struct err *e);
+
 /* Calls fn(name, n, ud, e) for each `name=N` of a comma-separated list
  * such as "desktop=2,other=1" (the value of option opt, which errors name).
  * N must be a whole number in min..max.  Returns 0, or -1 with e set here

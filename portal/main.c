@@ -50,6 +50,16 @@ static const struct cfg_opt opts[] = {
 	{"memory-max-mb", CFG_INT, "16384", "most memory an acquire may ask for"},
 	{"cpus-max", CFG_INT, "8", "most CPUs an acquire may ask for"},
 	{"pids-max", CFG_INT, "32768", "most processes an acquire may ask for"},
+	{"idle-timeout-default", CFG_DURATION, "0",
+	 "hibernate a ready sandbox idle this long (no proxied traffic, low CPU); 0 = never"},
+	{"offload-after-default", CFG_DURATION, "0",
+	 "offload a sandbox hibernated this long to S3; 0 = never"},
+	{"hibernate-policy", CFG_STR, "",
+	 "per template defaults: 'desktop:idle=10m,offload=1h;mini:idle=30s'"},
+	{"offload-retention", CFG_DURATION, "7d",
+	 "delete (and release) what was offloaded longer than this; 0 = keep"},
+	{"idle-cpu-percent", CFG_INT, "10",
+	 "a sandbox using less of one CPU than this (between heartbeats) counts as idle"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
 
@@ -150,6 +160,18 @@ static void load_cfg(struct pt_portal *p, struct cfg *c)
 			"inconsistent limits: need 1 <= ttl-default <= ttl-max, wait-default <= "
 			"wait-max, 1 <= best-of <= 64, heartbeat-interval >= 200ms and at most half "
 			"of node-timeout (>= 1s), defaults within the maxima");
+		die("bad configuration", &e);
+	}
+	k->policy.idle_s = cfg_duration_ms(c, "idle-timeout-default") / 1000;
+	k->policy.offload_s = cfg_duration_ms(c, "offload-after-default") / 1000;
+	k->offload_retention_s = cfg_duration_ms(c, "offload-retention") / 1000;
+	k->idle_cpu_pct = cfg_int(c, "idle-cpu-percent");
+	if (pt_policy_parse(&k->policy, cfg_str(c, "hibernate-policy"), &e) == -1) {
+		err_wrap(&e, "--hibernate-policy");
+		die("bad configuration", &e);
+	}
+	if (k->idle_cpu_pct < 0 || k->idle_cpu_pct > 10000) {
+		err_set(&e, 0, "--idle-cpu-percent must be 0..10000");
 		die("bad configuration", &e);
 	}
 	if (strlen(cfg_str(c, "proxy-url")) >= sizeof(k->proxy_url) ||

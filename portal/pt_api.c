@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/query.h"
 #include "portal/pt_core.h"
+#include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
 #include "portal/pt_openapi.h"
 
@@ -19,6 +20,8 @@
 #define BODY_MAX (64 * 1024)
 #define LABELS_MAX 64
 #define META_MAX (16 * 1024)
+#define IDLE_MAX_S (30LL * 86400)
+#define OFFLOAD_MAX_S (365LL * 86400)
 
 /* {"error":{"code":"bad_request","message":...,"field":field}} */
 __attribute__((format(printf, 3, 4))) static void bad_field(struct hsrv_resp *resp,
@@ -231,8 +234,9 @@ static bool egress_field(json_t *obj, char **out, struct hsrv_resp *resp)
 static void h_acquire(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
-	static const char *const keys[] = {"template", "ttl",	 "wait",     "persist", "resources",
-					   "egress",   "labels", "metadata", NULL};
+	static const char *const keys[] = {"template", "ttl",	   "wait",	    "persist",
+					   "resources", "egress", "labels",	    "metadata",
+					   "idle_timeout", "offload_after", NULL};
 	static const char *const rkeys[] = {"memory_mb", "cpus", "pids", NULL};
 	struct pt_caller who;
 	struct pt_acquire_req r;
@@ -281,6 +285,12 @@ static void h_acquire(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 		    !int_field(res, "pids", "resources.pids", 64, p->cfg.pids_max, &r.pids, resp))
 			goto out;
 	}
+	pt_policy_for(&p->cfg.policy, r.template, &r.idle_timeout_s, &r.offload_after_s);
+	if (!int_field(body, "idle_timeout", "idle_timeout", 0, IDLE_MAX_S, &r.idle_timeout_s,
+		       resp) ||
+	    !int_field(body, "offload_after", "offload_after", 0, OFFLOAD_MAX_S,
+		       &r.offload_after_s, resp))
+		goto out;
 	r.default_res = r.memory_mb == p->cfg.mem_default_mb && r.cpus == p->cfg.cpus_default &&
 			r.pids == p->cfg.pids_default;
 	if (!egress_field(body, &r.egress, resp) ||
@@ -409,15 +419,23 @@ static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	}
 }
 
-static void not_yet(struct hsrv_resp *resp, const char *what)
+/* The optional body of hibernate and wake: {wait}; false after answering. */
+static bool wait_body(struct pt_portal *p, const struct hsrv_req *req, struct hsrv_resp *resp,
+		      long long *wait_s, long long *count)
 {
-	char msg[200];
+	static const char *const keys[] = {"wait", NULL};
+	static const char *const fkeys[] = {"wait", "count", NULL};
+	json_t *body = body_object(req, resp);
+	bool ok;
 
-	snprintf(msg, sizeof(msg),
-		 "%s needs checkpoints, which the node agent cannot make yet (a later release "
-		 "adds them)",
-		 what);
-	fail(resp, 501, msg);
+	*wait_s = p->cfg.wait_default_s;
+	if (!body)
+		return false;
+	ok = only_fields(body, count ? fkeys : keys, "", resp) &&
+	     int_field(body, "wait", "wait", 0, p->cfg.wait_max_s, wait_s, resp) &&
+	     (!count || int_field(body, "count", "count", 1, 8, count, resp));
+	json_decref(body);
+	return ok;
 }
 
 /* /sbv1/sandboxes/{id}[/{action}] */
@@ -476,11 +494,20 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 			pt_core_keepalive(p, &sb, ttl, resp);
 		json_decref(body);
 	} else if (strcmp(action, "hibernate") == 0) {
-		not_yet(resp, "hibernate");
+		long long wait_s;
+
+		if (wait_body(p, req, resp, &wait_s, NULL))
+			pt_hib_hibernate(p, &sb, wait_s, req, resp);
 	} else if (strcmp(action, "wake") == 0) {
-		not_yet(resp, "wake");
+		long long wait_s;
+
+		if (wait_body(p, req, resp, &wait_s, NULL))
+			pt_hib_wake(p, &sb, wait_s, req, resp);
 	} else if (strcmp(action, "fork") == 0) {
-		not_yet(resp, "fork");
+		long long wait_s, count = 1;
+
+		if (wait_body(p, req, resp, &wait_s, &count))
+			pt_hib_fork(p, &who, &sb, (int)count, wait_s, req, resp);
 	} else {
 		fail(resp, 404, "no such action");
 	}
@@ -652,13 +679,9 @@ static void h_route(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 		return;
 	}
 	if (wake) {
-		char msg[128];
-
-		/* Hibernation comes with the checkpoint work; until then no
-		 * sandbox is ever hibernated, and a wake has nothing to do. */
-		snprintf(msg, sizeof(msg), "sandbox `%s` is %s, not hibernated", sb.id,
-			 pt_state_name(sb.state));
-		fail(resp, 409, msg);
+		/* Answered at once: the proxy holds its request and follows the
+		 * change feed until the route is ready. */
+		pt_hib_wake(p, &sb, 0, NULL, resp);
 		pt_sb_clear(&sb);
 		return;
 	}

@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
 
 #include <errno.h>
@@ -27,6 +28,8 @@
 #define CREATE_TIMEOUT_MS 300000
 #define DESTROY_TIMEOUT_MS 90000
 #define MAX_CLAIM_TRIES 5
+/* A checkpoint, restore, fork or S3 transfer of a big sandbox takes a while. */
+#define CHECKPOINT_TIMEOUT_MS 600000
 
 struct pt_waiter {
 	struct pt_waiter *next;
@@ -34,22 +37,6 @@ struct pt_waiter {
 	struct hsrv_defer *d;
 	uint64_t t0, deadline; /* monotonic ms */
 	bool gone;
-};
-
-enum job_kind { JOB_CLAIM, JOB_CREATE, JOB_DESTROY };
-
-struct pt_job {
-	struct pt_portal *p;
-	enum job_kind kind;
-	char node[64];
-	char url[320];
-	char id[32];   /* the portal's row ("" for an orphan's destroy) */
-	char sid[32];  /* the node's sandbox */
-	json_t *body;
-	long status;   /* HTTP status, or -1 when no answer came */
-	json_t *out;
-	struct err e;
-	struct pt_job *next_posted; /* in p->posted (under jobs_mu) */
 };
 
 /* ------------------------------------------------------------------ rows */
@@ -80,7 +67,7 @@ int pt_core_move(struct pt_portal *p, struct pt_sb *sb, enum pt_state to, const 
 /* Loads row id and moves it; logs instead of failing loudly (the callers
  * are reactions to node answers: a row someone else moved meanwhile, e.g.
  * marked lost, is not an error to report to anyone). */
-static int move_id(struct pt_portal *p, const char *id, enum pt_state from, enum pt_state to,
+int pt_core_move_id(struct pt_portal *p, const char *id, enum pt_state from, enum pt_state to,
 		   const char *reason, struct pt_sb *out)
 {
 	struct err e = ERR_INIT;
@@ -113,7 +100,7 @@ static int move_id(struct pt_portal *p, const char *id, enum pt_state from, enum
 
 /* ------------------------------------------------------------- node calls */
 
-static void job_free(struct pt_job *j)
+void pt_job_free(struct pt_job *j)
 {
 	json_decref(j->body);
 	json_decref(j->out);
@@ -149,39 +136,82 @@ static void node_call(struct pt_job *j, const char *method, const char *url, lon
 
 			err_http(&j->e, (int)j->status, "%s %s: %ld: %s", method, url, j->status,
 				 m ? m : "no error message");
+			snprintf(j->msg, sizeof(j->msg), "%s", m ? m : "no error message");
 		}
+	} else {
+		snprintf(j->msg, sizeof(j->msg), "no answer: %.200s", j->e.msg);
 	}
 	explicit_bzero(authz, sizeof(authz));
 	free(body);
 	http_resp_free(&resp);
 }
 
+/* Percent-encodes everything but RFC 3986's unreserved characters. */
+static void url_escape(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 4 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~", c))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+	}
+	out[o] = '\0';
+}
+
 static void *job_thread(void *arg)
 {
 	struct pt_job *j = arg;
 	struct pt_portal *p = j->p;
-	char url[512];
+	char url[1280];
 
 	switch (j->kind) {
-	case JOB_CLAIM:
+	case PT_JOB_CLAIM:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/claim", j->url, j->sid);
 		node_call(j, "POST", url, CLAIM_TIMEOUT_MS);
 		break;
-	case JOB_CREATE:
+	case PT_JOB_CREATE:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes", j->url);
 		node_call(j, "POST", url, CREATE_TIMEOUT_MS);
 		break;
-	case JOB_DESTROY:
+	case PT_JOB_DESTROY:
 		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s", j->url, j->sid);
 		node_call(j, "DELETE", url, DESTROY_TIMEOUT_MS);
 		break;
+	case PT_JOB_HIBERNATE:
+	case PT_JOB_WAKE:
+	case PT_JOB_RESTORE:
+	case PT_JOB_OFFLOAD:
+	case PT_JOB_FORK: {
+		static const char *const act[] = {[PT_JOB_HIBERNATE] = "hibernate",
+						  [PT_JOB_WAKE] = "wake", [PT_JOB_RESTORE] = "restore",
+						  [PT_JOB_OFFLOAD] = "offload", [PT_JOB_FORK] = "fork"};
+
+		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/%s", j->url, j->sid, act[j->kind]);
+		if (!j->body)
+			j->body = json_object();
+		node_call(j, "POST", url, CHECKPOINT_TIMEOUT_MS);
+		break;
+	}
+	case PT_JOB_CKPT_DELETE: {
+		char q[3 * sizeof(j->prefix)];
+
+		url_escape(j->prefix, q, sizeof(q));
+		snprintf(url, sizeof(url), "%s/v1/checkpoints/%s?prefix=%s", j->url, j->sid, q);
+		node_call(j, "DELETE", url, DESTROY_TIMEOUT_MS);
+		break;
+	}
 	}
 	pthread_mutex_lock(&p->jobs_mu);
 	j->next_posted = p->posted;
 	p->posted = j;
 	if (p->stopping || hsrv_post(p->srv, job_done, j) == -1) {
 		p->posted = j->next_posted;
-		job_free(j); /* the next start reconciles what this call did */
+		pt_job_free(j); /* the next start reconciles what this call did */
 	}
 	p->jobs--;
 	pthread_cond_broadcast(&p->jobs_cv);
@@ -189,7 +219,7 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
-static int job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
+int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
 {
 	pthread_t t;
 	pthread_attr_t at;
@@ -415,11 +445,11 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 	if (!j || !egress) {
 		free(j);
 		json_decref(egress);
-		move_id(p, a->id, PT_PLACING, PT_FAILED, "out of memory", NULL);
+		pt_core_move_id(p, a->id, PT_PLACING, PT_FAILED, "out of memory", NULL);
 		acq_finish(p, a, 500, NULL, "out of memory");
 		return;
 	}
-	j->kind = pl->warm ? JOB_CLAIM : JOB_CREATE;
+	j->kind = pl->warm ? PT_JOB_CLAIM : PT_JOB_CREATE;
 	snprintf(j->node, sizeof(j->node), "%s", pl->node->name);
 	snprintf(j->url, sizeof(j->url), "%s", pl->node->url);
 	snprintf(j->id, sizeof(j->id), "%s", a->id);
@@ -434,8 +464,8 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 				    (json_int_t)a->cpus, "pids", (json_int_t)a->pids, "egress",
 				    egress);
 		snprintf(why, sizeof(why), "creating it on %s", pl->node->name);
-		if (move_id(p, a->id, PT_PLACING, PT_STARTING, why, NULL) == -1) {
-			job_free(j);
+		if (pt_core_move_id(p, a->id, PT_PLACING, PT_STARTING, why, NULL) == -1) {
+			pt_job_free(j);
 			acq_gone(p, a);
 			return;
 		}
@@ -444,14 +474,14 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 		pl->node->inflight_mb += a->memory_mb + 192 + a->memory_mb / 8;
 	}
 	a->job = true;
-	if (job_start(p, j, &e) == -1) {
+	if (pt_job_start(p, j, &e) == -1) {
 		a->job = false;
 		if (!pl->warm) {
 			pl->node->inflight--;
 			pl->node->inflight_mb -= a->memory_mb + 192 + a->memory_mb / 8;
 		}
-		move_id(p, a->id, a->state, PT_FAILED, e.msg, NULL);
-		job_free(j);
+		pt_core_move_id(p, a->id, a->state, PT_FAILED, e.msg, NULL);
+		pt_job_free(j);
 		acq_gone(p, a);
 	}
 }
@@ -529,7 +559,7 @@ static json_t *view_of(struct pt_portal *p, const char *id)
 	return v;
 }
 
-static void random_id(char *out, size_t len)
+void pt_core_new_id(char *out, size_t len)
 {
 	unsigned char r[8] = {0};
 	char hex[17];
@@ -625,7 +655,7 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 		resp_error(resp, 500, "out of memory");
 		return;
 	}
-	random_id(a->id, sizeof(a->id));
+	pt_core_new_id(a->id, sizeof(a->id));
 	snprintf(a->owner, sizeof(a->owner), "%s", who->key_id);
 	snprintf(a->template, sizeof(a->template), "%s", r->template);
 	a->default_res = r->default_res;
@@ -661,6 +691,8 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	sb.egress = r->egress;
 	sb.labels = r->labels;
 	sb.metadata = r->metadata;
+	sb.idle_timeout_s = r->idle_timeout_s;
+	sb.offload_after_s = r->offload_after_s;
 	snprintf(sb.idem_key, sizeof(sb.idem_key), "%s", r->idem_key);
 	sb.created_at = sb.updated_at = pt_now_ms();
 	if (pt_store_sb_insert(p->st, &sb,
@@ -677,7 +709,7 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	a->all_next = p->pending;
 	p->pending = a;
 	if (waiter_add(a, req, r->wait_s, t0) == -1) {
-		move_id(p, a->id, sb.state, PT_FAILED, "out of memory", NULL);
+		pt_core_move_id(p, a->id, sb.state, PT_FAILED, "out of memory", NULL);
 		acq_free(p, a);
 		resp_error(resp, 500, "out of memory");
 		return;
@@ -711,9 +743,19 @@ struct pt_destroy *pt_core_destroy_find(struct pt_portal *p, const char *node, c
 	return NULL;
 }
 
+/* Any up node that heartbeats: the one that deletes an offloaded
+ * sandbox's checkpoint (every node can reach S3). */
+static struct pt_node *any_up_node(struct pt_portal *p)
+{
+	for (struct pt_node *n = p->nodes; n; n = n->next)
+		if (n->up && n->heard)
+			return n;
+	return NULL;
+}
+
 static void destroy_send(struct pt_portal *p, struct pt_destroy *d)
 {
-	struct pt_node *n = pt_nodes_find(p, d->node);
+	struct pt_node *n = d->node[0] ? pt_nodes_find(p, d->node) : any_up_node(p);
 	struct pt_job *j;
 	struct err e = ERR_INIT;
 
@@ -722,16 +764,17 @@ static void destroy_send(struct pt_portal *p, struct pt_destroy *d)
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return;
-	j->kind = JOB_DESTROY;
+	j->kind = d->node[0] ? PT_JOB_DESTROY : PT_JOB_CKPT_DELETE;
 	snprintf(j->node, sizeof(j->node), "%s", d->node);
 	snprintf(j->url, sizeof(j->url), "%s", n->url);
 	snprintf(j->id, sizeof(j->id), "%s", d->id);
 	snprintf(j->sid, sizeof(j->sid), "%s", d->sid);
+	snprintf(j->prefix, sizeof(j->prefix), "%s", d->prefix);
 	d->running = true;
-	if (job_start(p, j, &e) == -1) {
+	if (pt_job_start(p, j, &e) == -1) {
 		d->running = false;
 		d->next_try = util_now_ms() + 1000;
-		job_free(j);
+		pt_job_free(j);
 		log_warn("destroy not sent", "{s:s, s:s, s:s}", "node", d->node, "sandbox", d->sid,
 			 "error", e.msg);
 	}
@@ -757,6 +800,28 @@ void pt_core_destroy(struct pt_portal *p, const char *node, const char *sid, con
 	destroy_send(p, d);
 }
 
+void pt_core_forget_checkpoint(struct pt_portal *p, const char *sid, const char *prefix,
+			       const char *id)
+{
+	struct pt_destroy *d = pt_core_destroy_find(p, "", sid);
+
+	if (d) {
+		/* One delete removes every generation: a pending one serves. */
+		if (id && *id)
+			snprintf(d->id, sizeof(d->id), "%s", id);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return; /* the next start sends it again (the row stays releasing) */
+	snprintf(d->sid, sizeof(d->sid), "%s", sid);
+	snprintf(d->prefix, sizeof(d->prefix), "%s", prefix);
+	snprintf(d->id, sizeof(d->id), "%s", id ? id : "");
+	d->next = p->destroys;
+	p->destroys = d;
+	destroy_send(p, d);
+}
+
 static void destroy_done(struct pt_portal *p, struct pt_job *j)
 {
 	struct pt_destroy *d = pt_core_destroy_find(p, j->node, j->sid);
@@ -765,10 +830,14 @@ static void destroy_done(struct pt_portal *p, struct pt_job *j)
 		return;
 	d->running = false;
 	if (j->status == 200 || j->status == 404) {
-		log_info("destroyed on node", "{s:s, s:s, s:s}", "node", j->node, "sandbox", j->sid,
-			 "id", j->id);
+		log_info(j->kind == PT_JOB_DESTROY ? "destroyed on node" : "checkpoint deleted",
+			 "{s:s, s:s, s:s}", "node", j->node, "sandbox", j->sid, "id", j->id);
 		if (j->id[0])
-			move_id(p, j->id, PT_RELEASING, PT_RELEASED, "destroyed on its node", NULL);
+			pt_core_move_id(p, j->id, PT_RELEASING, PT_RELEASED,
+					j->kind == PT_JOB_DESTROY
+						? "destroyed on its node"
+						: "its offloaded checkpoint was deleted from S3",
+					NULL);
 		else
 			p->metrics.orphans_destroyed++;
 		forget_destroy(p, d);
@@ -787,7 +856,7 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 
 	if (j->status == 201) {
 		snprintf(why, sizeof(why), "claimed pool member %s on %s", j->sid, j->node);
-		if (move_id(p, a->id, PT_PLACING, PT_READY, why, NULL) == 0) {
+		if (pt_core_move_id(p, a->id, PT_PLACING, PT_READY, why, NULL) == 0) {
 			p->metrics.acquires_warm++;
 			acq_finish_row(p, a, 201);
 		} else {
@@ -799,7 +868,7 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 	}
 	if (j->status == 400) {
 		/* The request itself is wrong (an egress rule the node refuses). */
-		move_id(p, a->id, PT_PLACING, PT_FAILED, j->e.msg, NULL);
+		pt_core_move_id(p, a->id, PT_PLACING, PT_FAILED, j->e.msg, NULL);
 		acq_finish(p, a, 400, NULL, j->e.msg);
 		return;
 	}
@@ -813,7 +882,7 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		if (n)
 			pt_node_forget(n, j->sid);
 	}
-	if (move_id(p, a->id, PT_PLACING, PT_QUEUED, why, NULL) == -1) {
+	if (pt_core_move_id(p, a->id, PT_PLACING, PT_QUEUED, why, NULL) == -1) {
 		acq_gone(p, a);
 		return;
 	}
@@ -833,7 +902,7 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 	}
 	if (j->status == 201) {
 		snprintf(why, sizeof(why), "ready on %s", j->node);
-		if (move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0)
+		if (pt_core_move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0)
 			acq_finish_row(p, a, 201);
 		else
 			acq_gone(p, a);
@@ -845,7 +914,7 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		if (n)
 			n->full = true;
 		snprintf(why, sizeof(why), "%s had no room: %s", j->node, j->e.msg);
-		if (move_id(p, a->id, PT_STARTING, PT_QUEUED, why, NULL) == 0) {
+		if (pt_core_move_id(p, a->id, PT_STARTING, PT_QUEUED, why, NULL) == 0) {
 			a->state = PT_QUEUED;
 			queue_push(p, a, true);
 			pt_core_dispatch(p);
@@ -855,7 +924,7 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		return;
 	}
 	snprintf(why, sizeof(why), "start on %s failed: %s", j->node, j->e.msg);
-	move_id(p, a->id, PT_STARTING, PT_FAILED, why, NULL);
+	pt_core_move_id(p, a->id, PT_STARTING, PT_FAILED, why, NULL);
 	/* Whatever the node may have left is unowned now; reconcile removes it. */
 	acq_finish(p, a, j->status == 400 ? 400 : 502, NULL, why);
 	pt_core_dispatch(p);
@@ -880,22 +949,28 @@ static void job_done(void *ud)
 	struct pt_acq *a;
 
 	unpost(p, j);
-	if (j->kind == JOB_DESTROY) {
+	if (j->kind != PT_JOB_CLAIM && j->kind != PT_JOB_CREATE && j->kind != PT_JOB_DESTROY &&
+	    j->kind != PT_JOB_CKPT_DELETE) {
+		pt_hib_job_done(p, j);
+		pt_job_free(j);
+		return;
+	}
+	if (j->kind == PT_JOB_DESTROY || j->kind == PT_JOB_CKPT_DELETE) {
 		destroy_done(p, j);
-		job_free(j);
+		pt_job_free(j);
 		return;
 	}
 	a = pending_find(p, j->id);
 	if (!a) {
-		job_free(j);
+		pt_job_free(j);
 		return;
 	}
 	a->job = false;
-	if (j->kind == JOB_CLAIM)
+	if (j->kind == PT_JOB_CLAIM)
 		claim_done(p, j, a);
 	else
 		create_done(p, j, a);
-	job_free(j);
+	pt_job_free(j);
 }
 
 /* --------------------------------------------------------- release, leases */
@@ -903,8 +978,12 @@ static void job_done(void *ud)
 void pt_core_release_row(struct pt_portal *p, struct pt_sb *sb, const char *reason,
 			 struct err *e, int *rc)
 {
+	bool offloaded = sb->state == PT_OFFLOADED;
+
 	*rc = pt_core_move(p, sb, PT_RELEASING, reason, e);
-	if (*rc == 0)
+	if (*rc == 0 && offloaded)
+		pt_core_forget_checkpoint(p, sb->node_sid, sb->l2_prefix, sb->id);
+	else if (*rc == 0)
 		pt_core_destroy(p, sb->node, sb->node_sid, sb->id);
 }
 
@@ -917,7 +996,17 @@ void pt_core_release(struct pt_portal *p, struct pt_sb *sb, struct hsrv_resp *re
 		hsrv_resp_json(resp, 200, pt_view_sb(p, sb, true));
 		return;
 	}
-	if (sb->state != PT_READY) {
+	if (sb->state == PT_HIBERNATING || sb->state == PT_WAKING || sb->state == PT_OFFLOADING ||
+	    (sb->state != PT_OFFLOADED && pt_core_busy(p, sb->id))) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg),
+			 "the sandbox is %s%s; release it once that is done", pt_state_name(sb->state),
+			 sb->state == PT_READY ? " and being forked" : "");
+		resp_error(resp, 409, msg);
+		return;
+	}
+	if (sb->state != PT_READY && sb->state != PT_HIBERNATED && sb->state != PT_OFFLOADED) {
 		resp_error(resp, 409, "the sandbox is still being made; release it once acquire has "
 				      "answered");
 		return;
@@ -935,13 +1024,16 @@ void pt_core_keepalive(struct pt_portal *p, struct pt_sb *sb, long long ttl_s,
 {
 	struct err e = ERR_INIT;
 
-	if (sb->state != PT_READY) {
-		resp_error(resp, 409, "only a ready sandbox can be kept alive");
+	/* A hibernated or offloaded sandbox has a lease too: without persist it
+	 * is released when the lease runs out. */
+	if (sb->state != PT_READY && sb->state != PT_HIBERNATED && sb->state != PT_OFFLOADED) {
+		resp_error(resp, 409, "only a ready, hibernated or offloaded sandbox can be kept "
+				      "alive");
 		return;
 	}
 	sb->expires_at = pt_now_ms() + ttl_s * 1000;
 	sb->updated_at = pt_now_ms();
-	if (pt_store_sb_update(p->st, sb, PT_READY, NULL, &e) == -1) {
+	if (pt_store_sb_update(p->st, sb, sb->state, NULL, &e) == -1) {
 		pt_resp_err(resp, &e);
 		return;
 	}
@@ -981,14 +1073,19 @@ static void expire_leases(struct pt_portal *p)
 		int rc;
 
 		memset(&sb, 0, sizeof(sb));
-		if (pt_store_sb_get(p->st, l.id[i], &sb, &e) == 0 && sb.state == PT_READY) {
-			pt_core_release_row(p, &sb,
-					    sb.persist ? "lease expired (persist: hibernation is "
-							 "not available yet, so released)"
-						       : "lease expired",
-					    &e, &rc);
-			if (rc == 0)
-				p->metrics.lease_expiries++;
+		/* A fork in flight holds it; the next tick expires it. */
+		if (pt_store_sb_get(p->st, l.id[i], &sb, &e) == 0 && sb.state == PT_READY &&
+		    !pt_core_busy(p, sb.id)) {
+			if (sb.persist) {
+				/* The owner keeps its state: hibernate (released when
+				 * the node cannot, see pt_hib.c). */
+				if (pt_hib_expired(p, &sb) == 0)
+					p->metrics.lease_expiries++;
+			} else {
+				pt_core_release_row(p, &sb, "lease expired", &e, &rc);
+				if (rc == 0)
+					p->metrics.lease_expiries++;
+			}
 		}
 		pt_sb_clear(&sb);
 	}
@@ -1026,7 +1123,7 @@ static void expire_waiters(struct pt_portal *p, uint64_t now)
 			free(w);
 		}
 		if (!a->waiters && a->state == PT_QUEUED) {
-			move_id(p, a->id, PT_QUEUED, PT_FAILED,
+			pt_core_move_id(p, a->id, PT_QUEUED, PT_FAILED,
 				"no room on any node within the wait (or the client left)", NULL);
 			acq_free(p, a);
 		} else if (!a->waiters && !a->job) {
@@ -1052,6 +1149,7 @@ static void tick(void *ud)
 	expire_leases(p);
 	pt_reconcile_liveness(p);
 	retry_destroys(p, now);
+	pt_hib_tick(p, now);
 	pt_core_dispatch(p);
 	hsrv_timer_arm(p->tick, TICK_MS);
 }
@@ -1064,10 +1162,10 @@ int pt_core_start(struct pt_portal *p, struct err *e)
 	if (pt_store_sb_select(p->st, PT_QUEUED, NULL, 0, collect_id, &l, e) == -1)
 		return -1;
 	for (int i = 0; i < l.n; i++)
-		move_id(p, l.id[i], PT_QUEUED, PT_FAILED,
+		pt_core_move_id(p, l.id[i], PT_QUEUED, PT_FAILED,
 			"the portal restarted while it was queued", NULL);
 	free(l.id);
-	if (pt_reconcile_load(p, e) == -1)
+	if (pt_reconcile_load(p, e) == -1 || pt_hib_start(p, e) == -1)
 		return -1;
 	p->tick = hsrv_timer_new(p->srv, tick, p);
 	if (!p->tick)
@@ -1085,6 +1183,7 @@ void pt_core_stop(struct pt_portal *p)
 			waiter_answer(p, w, 503, NULL, "the portal is stopping");
 		acq_free(p, a);
 	}
+	pt_hib_stop(p);
 	if (p->tick) {
 		hsrv_timer_free(p->tick);
 		p->tick = NULL;
@@ -1097,7 +1196,7 @@ void pt_core_free(struct pt_portal *p)
 		struct pt_job *j = p->posted;
 
 		p->posted = j->next_posted;
-		job_free(j);
+		pt_job_free(j);
 	}
 	while (p->destroys) {
 		struct pt_destroy *d = p->destroys;
@@ -1105,6 +1204,7 @@ void pt_core_free(struct pt_portal *p)
 		p->destroys = d->next;
 		free(d);
 	}
+	pt_hib_free(p);
 }
 
 bool pt_core_template_known(struct pt_portal *p, const char *template)
@@ -1119,7 +1219,7 @@ bool pt_core_busy(struct pt_portal *p, const char *id)
 {
 	struct pt_acq *a = pending_find(p, id);
 
-	return a && a->job;
+	return (a && a->job) || pt_hib_busy(p, id);
 }
 
 int pt_core_queue_len(const struct pt_portal *p)

@@ -106,6 +106,44 @@ int pt_metrics_render(struct pt_portal *p, struct buf *b)
 		return -1;
 	if (pt_store_sb_counts(p->st, count_row, &c, &e) == -1 || c.rc == -1)
 		return -1;
+	if (pt_hist_write(b, "cloche_portal_wake_seconds",
+			  "time from a wake's start to ready (from a node's disk or from S3)",
+			  &m->wake) == -1 ||
+	    buf_appendf(b, &e,
+			"# HELP cloche_portal_hibernations_total hibernates by result\n"
+			"# TYPE cloche_portal_hibernations_total counter\n"
+			"cloche_portal_hibernations_total{result=\"ok\"} %llu\n"
+			"cloche_portal_hibernations_total{result=\"refused\"} %llu\n"
+			"cloche_portal_hibernations_total{result=\"failed\"} %llu\n"
+			"# HELP cloche_portal_idle_hibernations_total hibernates started by the idle policy\n"
+			"# TYPE cloche_portal_idle_hibernations_total counter\n"
+			"cloche_portal_idle_hibernations_total %llu\n"
+			"# HELP cloche_portal_checkpoint_failures_total checkpoints that failed on the node\n"
+			"# TYPE cloche_portal_checkpoint_failures_total counter\n"
+			"cloche_portal_checkpoint_failures_total %llu\n"
+			"# HELP cloche_portal_wakes_total wakes (and restores from S3) by result\n"
+			"# TYPE cloche_portal_wakes_total counter\n"
+			"cloche_portal_wakes_total{result=\"ok\"} %llu\n"
+			"cloche_portal_wakes_total{result=\"failed\"} %llu\n"
+			"# HELP cloche_portal_offloads_total offloads to S3 by result\n"
+			"# TYPE cloche_portal_offloads_total counter\n"
+			"cloche_portal_offloads_total{result=\"ok\"} %llu\n"
+			"cloche_portal_offloads_total{result=\"failed\"} %llu\n"
+			"# HELP cloche_portal_forks_total forks by result\n"
+			"# TYPE cloche_portal_forks_total counter\n"
+			"cloche_portal_forks_total{result=\"ok\"} %llu\n"
+			"cloche_portal_forks_total{result=\"failed\"} %llu\n"
+			"# HELP cloche_portal_retention_releases_total offloaded sandboxes deleted after --offload-retention\n"
+			"# TYPE cloche_portal_retention_releases_total counter\n"
+			"cloche_portal_retention_releases_total %llu\n",
+			(unsigned long long)m->hib_ok, (unsigned long long)m->hib_refused,
+			(unsigned long long)m->hib_failed, (unsigned long long)m->idle_hibernations,
+			(unsigned long long)m->checkpoint_failures, (unsigned long long)m->wakes_ok,
+			(unsigned long long)m->wakes_failed, (unsigned long long)m->offloads_ok,
+			(unsigned long long)m->offloads_failed, (unsigned long long)m->forks_ok,
+			(unsigned long long)m->forks_failed,
+			(unsigned long long)m->retention_releases) == -1)
+		return -1;
 	if (buf_appends(b,
 			"# HELP cloche_portal_node_up 1 when the node heartbeats\n"
 			"# TYPE cloche_portal_node_up gauge\n"

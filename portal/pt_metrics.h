@@ -23,6 +23,14 @@ struct pt_metrics {
 	uint64_t heartbeats;
 	uint64_t orphans_destroyed;
 	uint64_t lost;
+	/* checkpoints (pt_hib.c) */
+	struct pt_hist wake;          /* a wake's start to ready, from a node's disk or S3 */
+	uint64_t hib_ok, hib_refused, hib_failed;
+	uint64_t wakes_ok, wakes_failed;
+	uint64_t offloads_ok, offloads_failed;
+	uint64_t forks_ok, forks_failed;
+	uint64_t checkpoint_failures; /* runsc's checkpoint failed (rebooted or failed) */
+	uint64_t idle_hibernations, retention_releases;
 };
 
 /* Adds one observation of seconds to h. */

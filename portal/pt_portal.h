@@ -11,6 +11,7 @@
 #include "common/http_server.h"
 #include "portal/pt_auth.h"
 #include "portal/pt_metrics.h"
+#include "portal/pt_policy.h"
 #include "portal/pt_state.h"
 #include "portal/pt_store.h"
 
@@ -34,6 +35,9 @@ struct pt_cfg {
 	size_t token_key_len;
 	char node_cred[256];
 	size_t node_cred_len;
+	struct pt_policy policy;       /* idle timeout and offload delay defaults */
+	long long offload_retention_s; /* offloaded longer: deleted and released; 0 = never */
+	long long idle_cpu_pct;        /* below this share of one CPU a sandbox is idle */
 };
 
 /* A node as its last heartbeat described it. */
@@ -80,7 +84,8 @@ struct pt_acq {
 /* A destroy on a node that the portal has asked for and not seen done. */
 struct pt_destroy {
 	struct pt_destroy *next;
-	char node[64];
+	char node[64];         /* "" for the checkpoint of an offloaded sandbox (any node) */
+	char prefix[256];      /* its S3 prefix then */
 	char sid[32];
 	char id[32];           /* the portal's row, "" for an orphan */
 	bool running;
@@ -100,6 +105,7 @@ struct pt_portal {
 	struct pt_acq *pending;   /* every pt_acq, queued or not */
 	struct pt_destroy *destroys;
 	struct pt_metrics metrics;
+	struct pt_hib *hib;       /* checkpoint operations and the idle policy (pt_hib.c) */
 	bool stopping;
 	/* node calls in flight (threads) and their posted answers */
 	pthread_mutex_t jobs_mu;
@@ -132,6 +138,7 @@ struct pt_acquire_req {
 	char *labels;
 	char *metadata;
 	char idem_key[136];
+	long long idle_timeout_s, offload_after_s; /* 0 = never */
 };
 /* An acquire from the HTTP handler: answers now (resp) or later (defer). */
 void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,

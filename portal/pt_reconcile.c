@@ -9,6 +9,13 @@
  *   was being released, is released); one the node reports failed fails;
  * - a row left placing/starting by a portal restart is adopted when the
  *   node has it ready, and fails when the claim never reached the node;
+ * - a checkpoint operation whose answer was not seen (a restart, a timeout)
+ *   is settled by what the node lists: hibernating -> hibernated or ready,
+ *   waking -> ready or hibernated, offloading -> hibernated; a restore that
+ *   never reached its node leaves the sandbox offloaded;
+ * - hibernated rows stay hibernated while their node is silent (the node
+ *   re-adopts its checkpoints when it comes back), and offloaded rows
+ *   belong to no node at all;
  * - a node silent for longer than the node timeout is down: it is not
  *   placed on, and its sandboxes are lost (never leased again; if it comes
  *   back, they are orphans and go).
@@ -19,6 +26,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
 
 #include <stdlib.h>
@@ -51,6 +59,7 @@ static void collect(const struct pt_sb *sb, void *ud)
 	c->egress = strdup(sb->egress ? sb->egress : "\"none\"");
 	c->labels = strdup(sb->labels ? sb->labels : "{}");
 	c->metadata = strdup(sb->metadata ? sb->metadata : "{}");
+	c->checkpoint = sb->checkpoint ? strdup(sb->checkpoint) : NULL;
 }
 
 static void rowlist_free(struct rowlist *l)
@@ -73,6 +82,17 @@ static void move_logged(struct pt_portal *p, struct pt_sb *sb, enum pt_state to,
 			 e.msg);
 	else if (to == PT_LOST)
 		p->metrics.lost++;
+}
+
+/* A move back to ready that keeps the lease and ready_at as they were
+ * (the sandbox never stopped). */
+static void move_kept(struct pt_portal *p, struct pt_sb *sb, enum pt_state to, const char *why)
+{
+	struct err e = ERR_INIT;
+
+	if (pt_core_move(p, sb, to, why, &e) == -1)
+		log_warn("reconcile: state change not made", "{s:s, s:s}", "id", sb->id, "error",
+			 e.msg);
 }
 
 /* Sandboxes the node lists, against the rows. */
@@ -123,6 +143,33 @@ static void reconcile_listed(struct pt_portal *p, struct pt_node *n)
 			snprintf(why, sizeof(why), "ready on %s (adopted: its answer was not seen)",
 				 n->name);
 			move_logged(p, &sb, PT_READY, why);
+		} else if (strcmp(state, "ready") == 0 && sb.state == PT_HIBERNATING) {
+			snprintf(why, sizeof(why), "%s lists it ready: it did not hibernate", n->name);
+			move_kept(p, &sb, PT_READY, why);
+		} else if (strcmp(state, "ready") == 0 &&
+			   (sb.state == PT_WAKING || sb.state == PT_HIBERNATED)) {
+			snprintf(why, sizeof(why), "ready on %s (woken; its answer was not seen)",
+				 n->name);
+			sb.hibernated_at = sb.offloaded_at = 0;
+			move_logged(p, &sb, PT_READY, why);
+		} else if (strcmp(state, "hibernated") == 0 &&
+			   (sb.state == PT_HIBERNATING || sb.state == PT_WAKING ||
+			    sb.state == PT_OFFLOADING)) {
+			json_t *ck = json_object_get(s, "checkpoint");
+
+			if (sb.state == PT_HIBERNATING) {
+				sb.hibernated_at = now;
+				if (json_is_object(ck)) {
+					free(sb.checkpoint);
+					sb.checkpoint = json_dumps(ck, JSON_COMPACT | JSON_SORT_KEYS);
+				}
+			}
+			snprintf(why, sizeof(why), "%s lists it hibernated (%s; its answer was not seen)",
+				 n->name,
+				 sb.state == PT_HIBERNATING ? "hibernated"
+				 : sb.state == PT_WAKING    ? "the wake did not happen"
+							    : "the offload did not happen");
+			move_logged(p, &sb, PT_HIBERNATED, why);
 		}
 		pt_sb_clear(&sb);
 	}
@@ -154,9 +201,19 @@ static void reconcile_rows(struct pt_portal *p, struct pt_node *n, bool rebooted
 					d->id[0] = '\0';
 					d->next_try = 0;
 				}
+			} else if (sb->state == PT_WAKING && sb->l2_prefix[0]) {
+				/* A restore from S3 that never reached the node. */
+				snprintf(why, sizeof(why), "%s does not have it: the restore did not "
+							   "happen; still offloaded", n->name);
+				sb->node[0] = '\0';
+				move_logged(p, sb, PT_OFFLOADED, why);
 			} else {
-				snprintf(why, sizeof(why), "%s no longer has it%s", n->name,
-					 rebooted ? " (the node agent restarted)" : "");
+				snprintf(why, sizeof(why), "%s no longer has it%s%s", n->name,
+					 rebooted ? " (the node agent restarted)" : "",
+					 sb->state == PT_OFFLOADING
+						 ? " (an offload whose answer was lost: where its "
+						   "checkpoint went is not known)"
+						 : "");
 				move_logged(p, sb, PT_FAILED, why);
 			}
 		} else if (pooled && sb->state == PT_PLACING) {
@@ -198,6 +255,7 @@ int pt_core_heartbeat(struct pt_portal *p, json_t *body, struct err *e)
 			return -1;
 		n->stored_at = now;
 	}
+	pt_hib_heartbeat(p, n);
 	reconcile_listed(p, n);
 	reconcile_rows(p, n, rebooted);
 	pt_core_dispatch(p);
@@ -226,6 +284,15 @@ void pt_reconcile_liveness(struct pt_portal *p)
 			struct pt_sb *sb = &l.v[i];
 			struct pt_destroy *d = pt_core_destroy_find(p, n->name, sb->node_sid);
 
+			if (sb->state == PT_HIBERNATED || sb->state == PT_OFFLOADING)
+				continue; /* on the node's disk: it re-adopts them */
+			if (sb->state == PT_WAKING && sb->l2_prefix[0]) {
+				/* The S3 copy is still there: restore it elsewhere. */
+				sb->node[0] = '\0';
+				move_logged(p, sb, PT_OFFLOADED,
+					    "its node went silent while restoring it; still offloaded");
+				continue;
+			}
 			if (sb->state == PT_RELEASING)
 				move_logged(p, sb, PT_RELEASED,
 					    "its node went silent; the node destroys it when it "

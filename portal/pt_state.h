@@ -25,6 +25,11 @@ enum pt_state {
 	PT_RELEASED,
 	PT_FAILED,
 	PT_LOST,
+	PT_HIBERNATING,
+	PT_HIBERNATED,
+	PT_OFFLOADING,
+	PT_OFFLOADED,
+	PT_WAKING,
 	PT_NSTATES
 };
 
@@ -37,9 +42,16 @@ bool pt_state_allowed(enum pt_state from, enum pt_state to);
 /* True for released, failed and lost: nothing changes any more. */
 bool pt_state_final(enum pt_state s);
 /* True for states in which the sandbox may exist on a node and belongs to
- * its row: placing, starting, ready, releasing. */
+ * its row: placing, starting, ready, releasing, and the checkpoint states
+ * in which its node holds it (hibernating, hibernated, offloading, waking).
+ * An offloaded sandbox is on no node: its checkpoint is in S3. */
 bool pt_state_on_node(enum pt_state s);
 /* The SQL list of pt_state_on_node() states, for IN (...) clauses. */
-#define PT_ON_NODE_SQL "('placing','starting','ready','releasing')"
+#define PT_ON_NODE_SQL                                                                      \
+	"('placing','starting','ready','releasing','hibernating','hibernated','offloading',"  \
+	"'waking')"
+/* True for the states a wake brings back to ready: hibernating (once it is
+ * done), hibernated, offloading (once it is done), offloaded, waking. */
+bool pt_state_asleep(enum pt_state s);
 
 #endif

@@ -40,6 +40,16 @@ static const char *const migrations[] = {
 	" from_state TEXT, to_state TEXT NOT NULL, reason TEXT, PRIMARY KEY (sandbox, seq));",
 	/* 1 -> 2: when a proxy last carried traffic of the sandbox */
 	"ALTER TABLE sandboxes ADD COLUMN last_activity_at BIGINT;",
+	/* 2 -> 3: hibernation, offload to S3 (L2), forks */
+	"ALTER TABLE sandboxes ADD COLUMN idle_timeout BIGINT;"
+	"ALTER TABLE sandboxes ADD COLUMN offload_after BIGINT;"
+	"ALTER TABLE sandboxes ADD COLUMN hibernated_at BIGINT;"
+	"ALTER TABLE sandboxes ADD COLUMN offloaded_at BIGINT;"
+	"ALTER TABLE sandboxes ADD COLUMN l2_prefix TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN l2_generation BIGINT;"
+	"ALTER TABLE sandboxes ADD COLUMN checkpoint TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN forked_from TEXT;"
+	"CREATE INDEX sandboxes_forked ON sandboxes (forked_from);",
 };
 
 long long pt_now_ms(void)
@@ -254,13 +264,15 @@ void pt_sb_clear(struct pt_sb *sb)
 	free(sb->egress);
 	free(sb->labels);
 	free(sb->metadata);
+	free(sb->checkpoint);
 	memset(sb, 0, sizeof(*sb));
 }
 
 #define SB_COLS                                                                            \
 	"id, owner, state, template, node, node_sid, ttl, persist, memory_mb, cpus, pids,"  \
 	" egress, labels, metadata, idem_key, reason, created_at, updated_at, ready_at,"   \
-	" expires_at, last_activity_at"
+	" expires_at, last_activity_at, idle_timeout, offload_after, hibernated_at,"         \
+	" offloaded_at, l2_prefix, l2_generation, checkpoint, forked_from"
 
 static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 {
@@ -291,6 +303,15 @@ static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 	sb->ready_at = sqlite3_column_int64(s, 18);
 	sb->expires_at = sqlite3_column_int64(s, 19);
 	sb->last_activity_at = sqlite3_column_int64(s, 20);
+	sb->idle_timeout_s = sqlite3_column_int64(s, 21);
+	sb->offload_after_s = sqlite3_column_int64(s, 22);
+	sb->hibernated_at = sqlite3_column_int64(s, 23);
+	sb->offloaded_at = sqlite3_column_int64(s, 24);
+	col_copy(s, 25, sb->l2_prefix, sizeof(sb->l2_prefix));
+	sb->l2_generation = sqlite3_column_int64(s, 26);
+	if (sqlite3_column_type(s, 27) != SQLITE_NULL)
+		sb->checkpoint = col_dup(s, 27, "{}");
+	col_copy(s, 28, sb->forked_from, sizeof(sb->forked_from));
 }
 
 static int add_event(struct pt_store *st, const char *id, long long at, const char *from,
@@ -366,7 +387,7 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
 		AUTOSTMT sqlite3_stmt *s = prep(
 			st->wr,
 			"INSERT INTO sandboxes (" SB_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
 			e);
 		if (s) {
 			bind_text(s, 1, sb->id);
@@ -389,6 +410,14 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
 			sqlite3_bind_int64(s, 18, sb->updated_at);
 			bind_ms(s, 19, sb->ready_at);
 			bind_ms(s, 20, sb->expires_at);
+			sqlite3_bind_int64(s, 21, sb->idle_timeout_s);
+			sqlite3_bind_int64(s, 22, sb->offload_after_s);
+			bind_ms(s, 23, sb->hibernated_at);
+			bind_ms(s, 24, sb->offloaded_at);
+			bind_text(s, 25, sb->l2_prefix);
+			bind_ms(s, 26, sb->l2_generation);
+			bind_text(s, 27, sb->checkpoint);
+			bind_text(s, 28, sb->forked_from);
 			rc = sqlite3_step(s) == SQLITE_DONE ? 0 : db_err(e, st->wr, "insert sandbox");
 		}
 	}
@@ -410,8 +439,9 @@ int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_stat
 		AUTOSTMT sqlite3_stmt *s =
 			prep(st->wr,
 			     "UPDATE sandboxes SET state = ?, node = ?, node_sid = ?, reason = ?,"
-			     " idem_key = ?, ready_at = ?, expires_at = ?, updated_at = ?"
-			     " WHERE id = ? AND state = ?",
+			     " idem_key = ?, ready_at = ?, expires_at = ?, updated_at = ?,"
+			     " hibernated_at = ?, offloaded_at = ?, l2_prefix = ?, l2_generation = ?,"
+			     " checkpoint = ? WHERE id = ? AND state = ?",
 			     e);
 		if (s) {
 			bind_text(s, 1, pt_state_name(sb->state));
@@ -422,8 +452,13 @@ int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_stat
 			bind_ms(s, 6, sb->ready_at);
 			bind_ms(s, 7, sb->expires_at);
 			sqlite3_bind_int64(s, 8, sb->updated_at);
-			bind_text(s, 9, sb->id);
-			bind_text(s, 10, pt_state_name(from));
+			bind_ms(s, 9, sb->hibernated_at);
+			bind_ms(s, 10, sb->offloaded_at);
+			bind_text(s, 11, sb->l2_prefix);
+			bind_ms(s, 12, sb->l2_generation);
+			bind_text(s, 13, sb->checkpoint);
+			bind_text(s, 14, sb->id);
+			bind_text(s, 15, pt_state_name(from));
 			if (sqlite3_step(s) != SQLITE_DONE)
 				rc = db_err(e, st->wr, "update sandbox");
 			else if (sqlite3_changes(st->wr) != 1)
@@ -436,6 +471,17 @@ int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_stat
 	if (rc == 0 && from != sb->state)
 		rc = add_event(st, sb->id, sb->updated_at, pt_state_name(from),
 			       pt_state_name(sb->state), reason, e);
+	return commit_or_rollback(st, rc, e);
+}
+
+int pt_store_sb_note(struct pt_store *st, const char *id, enum pt_state state,
+		     const char *reason, struct err *e)
+{
+	int rc;
+
+	if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
+		return -1;
+	rc = add_event(st, id, pt_now_ms(), pt_state_name(state), pt_state_name(state), reason, e);
 	return commit_or_rollback(st, rc, e);
 }
 

@@ -41,6 +41,13 @@ struct pt_sb {
 	char reason[512];
 	long long created_at, updated_at, ready_at, expires_at; /* ms since the epoch; 0 = unset */
 	long long last_activity_at; /* a proxy last carried its traffic; 0 = never */
+	/* Hibernation: the policy (seconds, 0 = never), fixed at acquire. */
+	long long idle_timeout_s, offload_after_s;
+	long long hibernated_at, offloaded_at; /* ms; 0 = not (since the last wake) */
+	char l2_prefix[256];   /* where its offloaded checkpoint is; "" when none */
+	long long l2_generation;
+	char *checkpoint;      /* JSON object text of the last checkpoint, or NULL */
+	char forked_from[32];  /* the parent of a fork; "" for an acquire */
 };
 
 void pt_sb_clear(struct pt_sb *sb);
@@ -57,11 +64,16 @@ int pt_store_version(const struct pt_store *st);
 int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *reason,
 		       struct err *e);
 /* Writes sb's mutable fields (state, node, node_sid, reason, idem_key,
- * ready_at, expires_at, updated_at) if the row is still in state `from`,
+ * ready_at, expires_at, updated_at, hibernated_at, offloaded_at, l2_prefix,
+ * l2_generation, checkpoint) if the row is still in state `from`,
  * and records the event from -> sb->state with reason when they differ.
  * 409 when the row is not in `from` any more (someone else changed it). */
 int pt_store_sb_update(struct pt_store *st, const struct pt_sb *sb, enum pt_state from,
 		       const char *reason, struct err *e);
+/* Records an event that changes no state (from = to = the row's state),
+ * such as "forked into ...": it shows in the events and the change feed. */
+int pt_store_sb_note(struct pt_store *st, const char *id, enum pt_state state,
+		     const char *reason, struct err *e);
 /* Reads a row into out, overwriting it (free what it held with pt_sb_clear
  * first): 0, or -1 with e (404 when there is none).  The same for the
  * other calls that fill a struct pt_sb. */

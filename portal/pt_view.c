@@ -124,6 +124,13 @@ json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_
 	if (sb->reason[0])
 		json_object_set_new(v, "reason", json_string(sb->reason));
 	json_object_set_new(v, "last_activity_at", time_or_null(sb->last_activity_at));
+	json_object_set_new(v, "idle_timeout", json_integer(sb->idle_timeout_s));
+	json_object_set_new(v, "offload_after", json_integer(sb->offload_after_s));
+	json_object_set_new(v, "hibernated_at", time_or_null(sb->hibernated_at));
+	json_object_set_new(v, "offloaded_at", time_or_null(sb->offloaded_at));
+	json_object_set_new(v, "checkpoint", parse_or(sb->checkpoint, json_null()));
+	json_object_set_new(v, "forked_from",
+			    sb->forked_from[0] ? json_string(sb->forked_from) : json_null());
 	return v;
 }
 

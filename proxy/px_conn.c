@@ -322,8 +322,20 @@ static void set_nonblock(int fd)
 
 /* ---- lifecycle ---- */
 
+/* Whether c holds a request for its sandbox: the route's count of held
+ * requests is what makes the resolver ask the portal for a wake. */
+static void set_waiting(struct px_conn *c, bool on)
+{
+	if (c->waiting == on)
+		return;
+	c->waiting = on;
+	if (c->rt)
+		atomic_fetch_add(&c->rt->held, on ? 1 : -1);
+}
+
 static void rt_leave(struct px_conn *c)
 {
+	set_waiting(c, false);
 	if (c->rt) {
 		atomic_fetch_sub(&c->rt->conns, 1);
 		px_rt_put(c->w->p->routes, c->rt);
@@ -617,7 +629,8 @@ static enum step on_request(struct px_conn *c)
 	c->upgrade = h->upgrade;
 	c->head_method = px_span_ieq(h->method, "HEAD");
 	c->html = accepts_html(h);
-	c->sent = c->resp_head = c->retried = c->waiting = c->consumed = false;
+	set_waiting(c, false);
+	c->sent = c->resp_head = c->retried = c->consumed = false;
 	c->status = 0;
 	c->c2u.frame = h->body;
 	c->u2c.framed = c->u2c.eof = false; /* no response yet */
@@ -822,7 +835,7 @@ static enum step step_route(struct px_conn *c)
 		return WAIT;
 	case PX_RT_WAIT:
 		if (!c->waiting) {
-			c->waiting = true;
+			set_waiting(c, true);
 			c->deadline = c->w->now + (uint64_t)p->s.wait_timeout_ms;
 		}
 		return WAIT;
@@ -833,7 +846,7 @@ static enum step step_route(struct px_conn *c)
 	default:
 		break;
 	}
-	c->waiting = false;
+	set_waiting(c, false);
 	if (build_up_head(c, &c->view, &e) == -1)
 		return answer(c, e.http_status ? e.http_status : 500, "bad_request", e.msg, NULL);
 	if (dir_classify(&c->c2u) == -1) {

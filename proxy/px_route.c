@@ -270,6 +270,8 @@ struct answer {
 	char id[40];
 	enum px_rt_kind kind;
 	char addr[64], sid[40], state[16], why[160], secret[64];
+	char prev[16];          /* the state of the answer before this one */
+	bool held;              /* a request is held for it: wake it when asleep */
 	bool woke;
 };
 
@@ -281,7 +283,12 @@ static void addr_of_url(const char *url, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)strcspn(s, "/"), s);
 }
 
-static void portal_wake(struct px_routes *r, const char *id)
+/* Asks the portal to wake id (it answers at once; the route turns ready
+ * later, which the change feed tells).  True when there is no point in
+ * asking again: the wake was taken, or the portal says there is nothing
+ * to wake (409); false when it could not take it now (no node has room,
+ * the portal did not answer): the next look at the route asks again. */
+static bool portal_wake(struct px_routes *r, const char *id)
 {
 	char url[512];
 	const char *hdrs[] = {r->auth, NULL};
@@ -289,10 +296,32 @@ static void portal_wake(struct px_routes *r, const char *id)
 	struct err e = ERR_INIT;
 
 	snprintf(url, sizeof(url), "%s/sbv1/routes/%s/wake", r->cfg.portal, id);
-	if (http_json("POST", url, NULL, NULL, &o, &e) < 0)
+	if (http_json("POST", url, NULL, NULL, &o, &e) < 0) {
 		log_warn("wake on request failed", "{s:s, s:s}", "id", id, "error", e.msg);
-	else
-		log_info("woke a sandbox on request", "{s:s}", "id", id);
+		return e.http_status == 409;
+	}
+	log_info("woke a sandbox on request", "{s:s}", "id", id);
+	return true;
+}
+
+/* Portal states in which a request is held, and those of them in which the
+ * sandbox must be woken for it (a wake asked for while it hibernates or
+ * offloads follows once that is done). */
+static bool held_state(const char *s)
+{
+	static const char *const held[] = {"queued",	 "placing",    "starting",  "waking",
+					   "hibernating", "hibernated", "offloading", "offloaded"};
+
+	for (size_t i = 0; i < ARRAY_LEN(held); i++)
+		if (strcmp(s, held[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool asleep_state(const char *s)
+{
+	return !strcmp(s, "hibernating") || !strcmp(s, "hibernated") || !strcmp(s, "offloading") ||
+	       !strcmp(s, "offloaded");
 }
 
 static void resolve(struct px_routes *r, struct answer *a, bool woke)
@@ -343,14 +372,15 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 					 "sandbox `%s` is on node `%s`, whose proxy has not reported",
 					 a->id, node);
 			}
-		} else if (!strcmp(state, "queued") || !strcmp(state, "placing") ||
-			   !strcmp(state, "starting") || !strcmp(state, "waking") ||
-			   !strcmp(state, "hibernating") || !strcmp(state, "hibernated")) {
+		} else if (held_state(state)) {
 			a->kind = PX_RT_WAIT;
-			if (!strcmp(state, "hibernated") && !woke) {
-				portal_wake(r, a->id);
-				a->woke = true;
-			}
+			/* A wake that failed brings it back asleep: ask again. */
+			if (!strcmp(a->prev, "waking") && asleep_state(state))
+				a->woke = false;
+			/* Only for a request that waits: a kept connection or a
+			 * drain (the node's, before the checkpoint) asks too. */
+			if (asleep_state(state) && !a->woke && a->held)
+				a->woke = portal_wake(r, a->id);
 		} else {
 			a->kind = PX_RT_GONE;
 			snprintf(a->why, sizeof(a->why), "sandbox `%s` is %s", a->id, state);
@@ -492,6 +522,8 @@ static void *resolver(void *arg)
 						memcpy(batch[n].secret, rt->vnc_secret,
 						       sizeof(batch[n].secret));
 					batch[n].woke = rt->woke;
+					memcpy(batch[n].prev, rt->state, sizeof(batch[n].prev));
+					batch[n].held = atomic_load(&rt->held) > 0;
 					n++;
 				}
 			}

@@ -27,7 +27,7 @@ enum px_rt_kind {
 	PX_RT_LOCAL,   /* ready on this node: connect through the node agent */
 	PX_RT_TCP,     /* a static route: connect to addr */
 	PX_RT_REMOTE,  /* ready on another node: forward to its proxy at addr */
-	PX_RT_WAIT,    /* starting or waking: hold the request */
+	PX_RT_WAIT,    /* starting, asleep or waking: hold the request (waking it) */
 	PX_RT_GONE,    /* no such sandbox (or released): 404 */
 	PX_RT_FAIL,    /* the portal could not be asked, or the owner has no proxy: 502 */
 };
@@ -50,6 +50,7 @@ struct px_rt {
 	/* Lock-free: */
 	atomic_uint gen;                 /* bumped whenever the answer changes */
 	atomic_int conns;                /* client connections on it now */
+	atomic_int held;                 /* requests held on it (WAIT) now */
 	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 	atomic_uint_fast64_t last_seen_ms;
 	atomic_uint_fast64_t upstream_fin_ms;  /* last time its server closed first */

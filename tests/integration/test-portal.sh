@@ -9,8 +9,10 @@
 # Idempotency-Key; auth and input errors; kill -9 of a node (re-adopted,
 # reconciled both ways) and of the portal during 50 concurrent acquires
 # (nothing orphaned, nothing handed out twice, the database intact); a silent
-# node's sandboxes are lost and it is not placed on; the OpenAPI document
-# matches the server.
+# node's sandboxes are lost and it is not placed on; hibernate, wake through
+# a proxy (a file survives), fork into 2, a persist lease and an idle sandbox
+# hibernate by themselves, a hibernated sandbox is released; the OpenAPI
+# document matches the server.
 #
 #   PORTAL_TEST_ACQUIRES (50)   concurrent acquires of the portal kill test
 set -uo pipefail
@@ -175,6 +177,76 @@ check "... and a request for it is held until it is ready, then served" \
 pcall "$U1" POST "/sbv1/sandboxes/$pid_/release" >/dev/null
 check "a released sandbox's token opens nothing: 404" \
 	wait_for 15 bash -c '[[ $(px_get 3 "$1" 8080 /health "$2") == 404 ]]' _ "$pid_" "$ptok"
+# --- hibernate, wake (through a proxy), fork, persist, the idle policy ----------
+# Real checkpoints of mini sandboxes; each costs seconds, so one sandbox goes
+# through hibernate -> wake -> fork.  Its node restarts with room for the
+# fork's children and with its proxy's admin URL (drained before a checkpoint).
+sh_in() { # NODE_SID CMD: a shell command inside, through mcp-shell from the router netns
+	nsenter --net="/var/run/netns/R-$1" node tests/e2e/mcp-call.mjs --url http://10.0.2.15:8889/mcp \
+		--tool run_command --args "$(jq -nc --arg c "$2" '{command: $c}')" --timeout-ms 60000
+}
+export -f sh_in
+hn=$(node_of "$sid2")
+hn=${hn##*-n}
+hsid=$(js "$(pcall "$ADMIN" GET "/sbv1/sandboxes/$sid2")" .node_sandbox_id)
+cluster_stop "$hn"
+cluster_start "$hn" --template-name mini --max-sandboxes 4 --proxy-admin http://127.0.0.1:7081 ||
+	not_ok "node $hn restarts"
+wait_for 10 nodes_up 3
+check "a file written inside before the hibernate" \
+	bash -c 'sh_in "$1" "echo kept-$2 > /var/tmp/hib; cat /var/tmp/hib" | grep -q "kept-$2"' _ "$hsid" "$pre"
+t_h=$(now_ms)
+r=$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/hibernate")
+echo "# hibernate answered in $(($(now_ms) - t_h)) ms"
+check "hibernate: 200, hibernated, with the node's checkpoint figures" \
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" .state) == hibernated && $(js "$1" .checkpoint.generation) -ge 1 && $(js "$1" .hibernated_at) != null ]]' _ "$r"
+check "... its node lists it hibernated" \
+	bash -c '[[ $(cluster_api "$1" GET "/v1/sandboxes/$2" | cut -d" " -f2- | jq -r .state) == hibernated ]]' _ "$hn" "$hsid"
+check "... a second hibernate answers it as it is" test "$(js "$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/hibernate")" .state)" = hibernated
+check "... a fork of a hibernated sandbox: 409" test "$(st "$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/fork" '{"count":2}')")" = 409
+t_w=$(now_ms)
+check "a request through another node's proxy wakes it and is served" \
+	bash -c '[[ $(px_get "$1" "$2" 8080 /health "$3") == 200 ]]' _ "$((hn % 3 + 1))" "$sid2" "$stok2"
+echo "# request held through the wake: $(($(now_ms) - t_w)) ms"
+check "... the sandbox is ready, woken on its node, lease renewed" \
+	bash -c '[[ $(sbstate "$1") == ready ]] && pcall "$2" GET "/sbv1/sandboxes/$1/events" | grep -q "woken on"' _ "$sid2" "$ADMIN"
+check "... the file written before the hibernate is there" \
+	bash -c 'sh_in "$1" "cat /var/tmp/hib" | grep -q "kept-$2"' _ "$hsid" "$pre"
+check "/metrics counts the hibernate and the wake" \
+	bash -c 'm=$(curl -s "$1/metrics"); grep -q "^cloche_portal_hibernations_total{result=\"ok\"} [1-9]" <<<"$m" && grep -q "^cloche_portal_wake_seconds_count [1-9]" <<<"$m"' _ "$PORTAL"
+t_f=$(now_ms)
+r=$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/fork" '{"count":2}')
+echo "# fork into 2 answered in $(($(now_ms) - t_f)) ms"
+k1=$(js "$r" '.children[0].id') k2=$(js "$r" '.children[1].id') kt1=$(js "$r" '.children[0].token')
+check "fork into 2: 200, two ready children forked from it, the parent ready" \
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" "[.children[] | select(.state == \"ready\" and .forked_from == \"$2\")] | length") == 2 && $(js "$1" .parent.state) == ready ]]' _ "$r" "$sid2"
+check "... with their own ids, tokens and URLs" \
+	bash -c '[[ $(js "$1" "[.children[].id, .parent.id] | unique | length") == 3 && $(js "$1" "[.children[].token, .parent.token] | unique | length") == 3 && $(js "$1" ".children[0].urls.mcp.shell") == *"$2"* ]]' _ "$r" "$k1"
+check "... a child answers through a proxy with its token" \
+	bash -c '[[ $(px_get 1 "$1" 8080 /health "$2") == 200 ]]' _ "$k1" "$kt1"
+check "... and has the parent's file" \
+	bash -c 'sh_in "$1" "cat /var/tmp/hib" | grep -q "kept-$2"' _ "$(js "$r" '.children[0].node_sandbox_id')" "$pre"
+check "... the parent's token does not open a child (403)" \
+	bash -c '[[ $(px_get 1 "$1" 8080 /health "$2") == 403 ]]' _ "$k2" "$stok2"
+check "... the parent keeps running, and its events record the fork" \
+	bash -c '[[ $(px_get "$1" "$2" 8080 /health "$3") == 200 ]] && pcall "$4" GET "/sbv1/sandboxes/$2/events" | grep -q "forked into 2"' _ "$hn" "$sid2" "$stok2" "$ADMIN"
+for x in "$k1" "$k2"; do pcall "$U1" POST "/sbv1/sandboxes/$x/release" >/dev/null; done
+# A persist lease that runs out hibernates; an idle sandbox hibernates by itself.
+pid_p=$(js "$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":3,"persist":true}')" .id)
+pid_i=$(js "$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":600,"idle_timeout":3}')" .id)
+check "a persist lease that runs out hibernates instead of being released" \
+	wait_for 60 bash -c '[[ $(sbstate "$1") == hibernated ]] && pcall "$2" GET "/sbv1/sandboxes/$1/events" | grep -q "lease expired (persist)"' _ "$pid_p" "$ADMIN"
+check "a sandbox idle for its idle_timeout (3 s) hibernates by itself" \
+	wait_for 60 bash -c '[[ $(sbstate "$1") == hibernated ]] && pcall "$2" GET "/sbv1/sandboxes/$1/events" | grep -q "idle for"' _ "$pid_i" "$ADMIN"
+check "idle_timeout of the wrong kind: 400 naming it" field_is "$(pcall "$U1" POST /sbv1/acquire '{"idle_timeout":-1}')" idle_timeout
+pn=$(node_of "$pid_p")
+psid=$(js "$(pcall "$ADMIN" GET "/sbv1/sandboxes/$pid_p")" .node_sandbox_id)
+r=$(pcall "$U1" POST "/sbv1/sandboxes/$pid_p/release")
+check "release of a hibernated sandbox: releasing, then released" \
+	bash -c '[[ $(st "$1") == 200 ]]' _ "$r"
+check "... and its node no longer has it" \
+	wait_for 30 bash -c '[[ $(sbstate "$1") == released ]] && ! cluster_api "$2" GET /v1/sandboxes | cut -d" " -f2- | jq -r ".sandboxes[].id" | grep -qx "$3"' _ "$pid_p" "${pn##*-n}" "$psid"
+pcall "$U1" POST "/sbv1/sandboxes/$pid_i/release" >/dev/null
 pcall "$U1" POST "/sbv1/sandboxes/$sid2/release" >/dev/null
 for p_ in "${px_pids[@]}"; do kill -TERM "$p_"; done
 rc_=0
@@ -184,6 +256,9 @@ check "the proxies stop on SIGTERM with status 0" test "$rc_" = 0
 check "... and logged no error" bash -c '! grep -h "\"level\":\"error\"" "$1"/proxy*.log' _ "$work"
 check "every sandbox of that part is released" \
 	wait_for 30 bash -c '[[ $(js "$(pcall "$ADMIN" GET "/sbv1/sandboxes?state=releasing")" ".sandboxes | length") == 0 ]]'
+cluster_stop "$hn"
+cluster_start "$hn" --template-name mini --max-sandboxes 2 || not_ok "node $hn restarts"
+wait_for 10 nodes_up 3
 
 # --- placement spreads by load; full nodes queue; a release serves the queue -
 # Non-default memory, so every acquire makes a new sandbox (no warm pools yet).

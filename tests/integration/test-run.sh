@@ -111,8 +111,8 @@ check "cloche vnc prints the noVNC URL with the token" bash -c '"$1" vnc "$2" | 
 check "cloche mcp-config: three servers with the bearer token" \
 	bash -c '"$1" mcp-config "$2" | jq -e "[.mcpServers[] | select(.type == \"http\" and (.headers.Authorization | startswith(\"Bearer st1.\")))] | length == 3" >/dev/null' _ "$C" "$cid"
 check "cloche events lists the changes" bash -c '"$1" events "$2" | grep -q "placing"' _ "$C" "$cid"
-"$C" hibernate "$cid" 2>/dev/null
-check "cloche hibernate: not yet (exit 1)" test $? = 1
+check "cloche hibernate: the sandbox is hibernated" bash -c '"$1" hibernate "$2" | grep -q "hibernated"' _ "$C" "$cid"
+check "cloche wake: ready again" bash -c '"$1" wake "$2" | grep -q "ready"' _ "$C" "$cid"
 check "cloche release" bash -c '"$1" release "$2" | grep -q "releas"' _ "$C" "$cid"
 "$C" get sb-0000000000000000 2>/dev/null
 check "an unknown sandbox exits 3" test $? = 3

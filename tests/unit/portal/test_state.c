@@ -15,6 +15,14 @@ static const struct {
 	{PT_STARTING, PT_FAILED},    {PT_STARTING, PT_LOST},       {PT_READY, PT_RELEASING},
 	{PT_READY, PT_FAILED},       {PT_READY, PT_LOST},          {PT_RELEASING, PT_RELEASED},
 	{PT_RELEASING, PT_FAILED},   {PT_RELEASING, PT_LOST},
+	/* checkpoints */
+	{PT_READY, PT_HIBERNATING},  {PT_HIBERNATING, PT_HIBERNATED}, {PT_HIBERNATING, PT_READY},
+	{PT_HIBERNATING, PT_FAILED}, {PT_HIBERNATING, PT_LOST},       {PT_HIBERNATED, PT_WAKING},
+	{PT_HIBERNATED, PT_OFFLOADING}, {PT_HIBERNATED, PT_RELEASING}, {PT_HIBERNATED, PT_READY},
+	{PT_HIBERNATED, PT_FAILED},  {PT_OFFLOADING, PT_OFFLOADED},   {PT_OFFLOADING, PT_HIBERNATED},
+	{PT_OFFLOADING, PT_FAILED},  {PT_OFFLOADED, PT_WAKING},       {PT_OFFLOADED, PT_RELEASING},
+	{PT_WAKING, PT_READY},	     {PT_WAKING, PT_HIBERNATED},      {PT_WAKING, PT_OFFLOADED},
+	{PT_WAKING, PT_FAILED},	     {PT_WAKING, PT_LOST},
 };
 
 START_TEST(table_is_exactly_the_design)
@@ -51,7 +59,8 @@ START_TEST(names_round_trip)
 {
 	for (int s = 0; s < PT_NSTATES; s++)
 		ck_assert_int_eq(pt_state_parse(pt_state_name((enum pt_state)s)), s);
-	ck_assert_int_eq(pt_state_parse("hibernated"), -1);
+	ck_assert_int_eq(pt_state_parse("hibernated"), PT_HIBERNATED);
+	ck_assert_int_eq(pt_state_parse("forking"), -1);
 	ck_assert_int_eq(pt_state_parse(""), -1);
 	ck_assert_str_eq(pt_state_name(PT_NSTATES), "unknown");
 }
@@ -70,6 +79,19 @@ START_TEST(on_node_matches_sql_list)
 }
 END_TEST
 
+/* Offloaded and hibernated rows are never lost with a silent node: their
+ * checkpoint outlives it (S3, or the node's disk that it re-adopts). */
+START_TEST(checkpoints_are_not_lost)
+{
+	ck_assert(!pt_state_allowed(PT_HIBERNATED, PT_LOST));
+	ck_assert(!pt_state_allowed(PT_OFFLOADED, PT_LOST));
+	ck_assert(!pt_state_allowed(PT_OFFLOADING, PT_LOST));
+	ck_assert(!pt_state_on_node(PT_OFFLOADED));
+	ck_assert(pt_state_asleep(PT_OFFLOADED) && pt_state_asleep(PT_HIBERNATING));
+	ck_assert(!pt_state_asleep(PT_READY) && !pt_state_asleep(PT_RELEASING));
+}
+END_TEST
+
 Suite *suite_portal_state(void)
 {
 	Suite *s = suite_create("portal_state");
@@ -79,6 +101,7 @@ Suite *suite_portal_state(void)
 	tcase_add_test(tc, final_states_go_nowhere);
 	tcase_add_test(tc, names_round_trip);
 	tcase_add_test(tc, on_node_matches_sql_list);
+	tcase_add_test(tc, checkpoints_are_not_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -49,11 +49,11 @@ START_TEST(migrates_once_and_refuses_newer)
 	sqlite3 *db;
 
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 2);
+	ck_assert_int_eq(pt_store_version(st), 3);
 	pt_store_close(st);
 	st = pt_store_open(path, &e); /* again: nothing to do */
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(pt_store_version(st), 2);
+	ck_assert_int_eq(pt_store_version(st), 3);
 	pt_store_close(st);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", 0, 0, 0), SQLITE_OK);
@@ -263,6 +263,102 @@ START_TEST(expiry_and_node_queries)
 }
 END_TEST
 
+/* The checkpoint columns: written at insert (policy, parent) and by updates
+ * (hibernation, offload), read back; a note is an event without a change. */
+START_TEST(checkpoint_columns)
+{
+	struct err e = ERR_INIT;
+	struct pt_store *st = pt_store_open(path, &e);
+	struct pt_sb a, b;
+	json_t *ev;
+
+	row(&a, "sb-h", "k", PT_READY, 10);
+	strcpy(a.node, "n1");
+	strcpy(a.node_sid, "sb-h");
+	strcpy(a.forked_from, "sb-p");
+	a.idle_timeout_s = 600;
+	a.offload_after_s = 3600;
+	ck_assert_int_eq(pt_store_sb_insert(st, &a, "forked", &e), 0);
+	ck_assert_int_eq(pt_store_sb_get(st, "sb-h", &b, &e), 0);
+	ck_assert_int_eq(b.idle_timeout_s, 600);
+	ck_assert_int_eq(b.offload_after_s, 3600);
+	ck_assert_str_eq(b.forked_from, "sb-p");
+	ck_assert_ptr_null(b.checkpoint);
+	ck_assert_int_eq(b.hibernated_at, 0);
+	b.state = PT_HIBERNATED;
+	b.hibernated_at = 20;
+	b.checkpoint = strdup("{\"generation\":1}");
+	ck_assert_int_eq(pt_store_sb_update(st, &b, PT_READY, "hibernated", &e), 0);
+	b.state = PT_OFFLOADED;
+	b.node[0] = '\0';
+	b.offloaded_at = 30;
+	strcpy(b.l2_prefix, "cloche/sb-h/");
+	b.l2_generation = 1;
+	ck_assert_int_eq(pt_store_sb_update(st, &b, PT_HIBERNATED, "offloaded", &e), 0);
+	pt_sb_clear(&b);
+	ck_assert_int_eq(pt_store_sb_get(st, "sb-h", &b, &e), 0);
+	ck_assert_int_eq(b.state, PT_OFFLOADED);
+	ck_assert_str_eq(b.node, "");
+	ck_assert_str_eq(b.node_sid, "sb-h");
+	ck_assert_str_eq(b.checkpoint, "{\"generation\":1}");
+	ck_assert_str_eq(b.l2_prefix, "cloche/sb-h/");
+	ck_assert_int_eq(b.l2_generation, 1);
+	ck_assert_int_eq(b.hibernated_at, 20);
+	ck_assert_int_eq(b.offloaded_at, 30);
+	/* offloaded rows are on no node */
+	ck_assert_int_eq(pt_store_sb_by_node_sid(st, "n1", "sb-h", &a, &e), 0);
+	ck_assert_int_eq(pt_store_sb_note(st, "sb-h", PT_OFFLOADED, "a note", &e), 0);
+	ev = pt_store_sb_events(st, "sb-h", &e);
+	ck_assert_int_eq(json_array_size(ev), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 3), "from")),
+			 "offloaded");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 3), "reason")),
+			 "a note");
+	json_decref(ev);
+	pt_sb_clear(&b);
+	pt_store_close(st);
+}
+END_TEST
+
+/* A database of schema 2 (before checkpoints) keeps its rows. */
+START_TEST(migrates_from_2)
+{
+	struct err e = ERR_INIT;
+	struct pt_store *st;
+	struct pt_sb b;
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_exec(db,
+			     "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+			     "INSERT INTO schema_version VALUES (2);"
+			     "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+			     " state TEXT NOT NULL, template TEXT NOT NULL, node TEXT, node_sid TEXT,"
+			     " ttl BIGINT NOT NULL, persist INTEGER NOT NULL, memory_mb BIGINT NOT NULL,"
+			     " cpus BIGINT NOT NULL, pids BIGINT NOT NULL, egress TEXT NOT NULL,"
+			     " labels TEXT NOT NULL, metadata TEXT NOT NULL, idem_key TEXT, reason TEXT,"
+			     " created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, ready_at BIGINT,"
+			     " expires_at BIGINT, last_activity_at BIGINT);"
+			     "INSERT INTO sandboxes VALUES ('sb-old', 'k', 'ready', 'desktop', 'n1',"
+			     " 'sb-old', 60, 1, 2048, 1, 1024, '\"none\"', '{}', '{}', NULL, NULL, 1,"
+			     " 1, 1, 99, NULL);",
+			     0, 0, 0),
+		SQLITE_OK);
+	sqlite3_close(db);
+	st = pt_store_open(path, &e);
+	ck_assert_msg(st != NULL, "%s", e.msg);
+	ck_assert_int_eq(pt_store_version(st), 3);
+	ck_assert_int_eq(pt_store_sb_get(st, "sb-old", &b, &e), 0);
+	ck_assert_int_eq(b.state, PT_READY);
+	ck_assert(b.persist);
+	ck_assert_int_eq(b.idle_timeout_s, 0);
+	ck_assert_str_eq(b.forked_from, "");
+	pt_sb_clear(&b);
+	pt_store_close(st);
+}
+END_TEST
+
 static void count_nodes(const char *name, const char *url, const char *boot, long long seen,
 			void *ud)
 {
@@ -311,6 +407,8 @@ Suite *suite_portal_store(void)
 	tcase_add_test(tc, list_filters_and_pages);
 	tcase_add_test(tc, expiry_and_node_queries);
 	tcase_add_test(tc, nodes_upsert);
+	tcase_add_test(tc, checkpoint_columns);
+	tcase_add_test(tc, migrates_from_2);
 	tcase_add_test(tc, times_format);
 	suite_add_tcase(s, tc);
 	return s;
