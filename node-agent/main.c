@@ -245,6 +245,14 @@ static void *job_thread(void *arg)
 		j->status = e.http_status ? e.http_status : 500;
 		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", err_code(j->status),
 				    "message", e.msg);
+		/* After a checkpoint step the sandbox's state is part of the
+		 * answer (ready again, rebooted, failed, still hibernated). */
+		if (j->body && (j->kind == JOB_HIBERNATE || j->kind == JOB_WAKE ||
+				j->kind == JOB_FORK || j->kind == JOB_OFFLOAD)) {
+			json_t *v = na_node_get_json(j->a->node, j->id);
+			if (v)
+				json_object_set_new(j->body, "sandbox", v);
+		}
 	}
 	{
 		struct agent *a = j->a; /* j belongs to the loop once posted */

@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,15 +299,6 @@ static int gate(struct na_node *n, const struct na_sb *c, struct gate *g, struct
 
 /* ---- generations ---- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) == -1 && errno != ENOENT ? -1 : 0;
-	return unlink(path) == -1 && errno != ENOENT ? -1 : 0;
-}
-
 /* Removes a generation directory: its subvolumes, then the files. */
 static int remove_gen(const char *dir, struct err *e)
 {
@@ -323,7 +313,7 @@ static int remove_gen(const char *dir, struct err *e)
 	snprintf(p, sizeof(p), "%s/rescue", dir);
 	if (na_btrfs_delete(p, e) == -1)
 		return -1;
-	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == -1)
+	if (na_rm_files(dir) == -1)
 		return err_set(e, errno, "remove `%s`", dir);
 	return 0;
 }

@@ -17,8 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,29 +31,13 @@
 static int sha256_file(const char *path, char out[65], struct err *e)
 {
 	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char md[32], *blk = malloc(1 << 20);
-	unsigned int mdlen = 0;
-	ssize_t r = 0;
-	int rc = -1;
+	struct stat st;
 
-	if (fd == -1 || !ctx || !blk || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		err_set(e, fd == -1 ? errno : ENOMEM, "sha256 `%s`", path);
-		goto out;
-	}
-	while ((r = read(fd, blk, 1 << 20)) > 0)
-		if (EVP_DigestUpdate(ctx, blk, (size_t)r) != 1)
-			break;
-	if (r != 0 || EVP_DigestFinal_ex(ctx, md, &mdlen) != 1) {
-		err_set(e, errno, "sha256 `%s`", path);
-		goto out;
-	}
-	util_hex(md, 32, out);
-	rc = 0;
-out:
-	free(blk);
-	EVP_MD_CTX_free(ctx);
-	return rc;
+	if (fd == -1 || fstat(fd, &st) == -1)
+		return err_set(e, errno, "sha256 `%s`", path);
+	if (util_sha256_fd(fd, 0, (long long)st.st_size, out, e) == -1)
+		return err_wrap(e, "sha256 `%s`", path);
+	return 0;
 }
 
 static long long file_size(const char *path)
@@ -73,24 +55,6 @@ static int zstd(bool decompress, const char *in, const char *out, struct err *e)
 	if (na_cmd_check(argv, NULL, NULL, e) == -1)
 		return err_wrap(e, "zstd %s `%s`", decompress ? "-d" : "", in);
 	return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) == -1 && errno != ENOENT ? -1 : 0;
-	return unlink(path) == -1 && errno != ENOENT ? -1 : 0;
-}
-
-/* Removes a directory of plain files (never a subvolume). */
-static void rm_tree(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) == 0)
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void key_of(const struct na_node *n, char *out, size_t len, const char *fmt, ...)
@@ -217,18 +181,6 @@ int na_node_offload_begin(struct na_node *n, const char *id, struct err *e)
 	return rc;
 }
 
-static void set_state(struct na_node *n, const char *id, const char *state)
-{
-	struct na_sb *s;
-
-	pthread_mutex_lock(&n->mu);
-	s = na_find_locked(n, id);
-	if (s)
-		snprintf(s->state, sizeof(s->state), "%s", state);
-	pthread_mutex_unlock(&n->mu);
-	na_node_changed(n);
-}
-
 /* Compresses, hashes and uploads file src as key; appends its entry. */
 static int put_object(struct na_node *n, const char *src, const char *zst, const char *key,
 		      const char *name, json_t *objects, long long *bytes, struct err *e)
@@ -272,7 +224,7 @@ json_t *na_node_offload_run(struct na_node *n, const char *id, struct err *e)
 	na_ckpt_gen_dir(n, id, c.generation, "", gdir, sizeof(gdir));
 	na_ckpt_gen_dir(n, id, c.generation, ".l2", tmp, sizeof(tmp));
 	key_of(n, prefix, sizeof(prefix), "sandboxes/%s/%d/", id, c.generation);
-	rm_tree(tmp);
+	na_rm_files(tmp);
 	if (!na_ckpt_gen_complete(n, id, c.generation) || mkdir(tmp, 0700) == -1) {
 		err_set(e, errno, "sandbox `%s` has no complete generation to offload", id);
 		goto fail;
@@ -328,9 +280,10 @@ json_t *na_node_offload_run(struct na_node *n, const char *id, struct err *e)
 	if (!manifest || cj_dump_buf(manifest, &b, e) == -1 ||
 	    na_s3_put_mem(n->s3, key, b.data, b.len, e) == -1)
 		goto fail;
-	rm_tree(tmp);
+	na_rm_files(tmp);
 	/* In S3 now: this node lets it go. */
-	set_state(n, id, "stopping");
+	na_set_state(n, id, "stopping");
+	na_node_changed(n);
 	if (na_teardown(n, id, &e2) == -1)
 		log_error("removing the offloaded sandbox's local copy failed", "{s:s, s:s}", "id", id,
 			  "error", e2.msg);
@@ -345,8 +298,9 @@ json_t *na_node_offload_run(struct na_node *n, const char *id, struct err *e)
 			 (json_int_t)state_bytes, "rootfs_bytes", (json_int_t)rootfs_bytes,
 			 "upload_ms", (json_int_t)(util_now_ms() - t0));
 fail:
-	rm_tree(tmp);
-	set_state(n, id, "hibernated");
+	na_rm_files(tmp);
+	na_set_state(n, id, "hibernated");
+	na_node_changed(n);
 	log_error("offload failed; the local copy is kept", "{s:s, s:s}", "id", id, "error", e->msg);
 	if (!e->http_status || e->http_status == 502)
 		e->http_status = 503;
@@ -499,7 +453,7 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 			err_set(e, errno, "rename `%s`", part);
 		goto fail;
 	}
-	rm_tree(tmp);
+	na_rm_files(tmp);
 	if (!na_ckpt_gen_complete(n, id, gen)) {
 		err_http(e, 502, "the received generation of `%s` is not complete", id);
 		goto fail;
@@ -547,8 +501,9 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 fail:
 	log_error("restore from S3 failed; nothing of it is left here", "{s:s, s:s}", "id", id,
 		  "error", e->msg);
-	rm_tree(tmp);
-	set_state(n, id, "stopping");
+	na_rm_files(tmp);
+	na_set_state(n, id, "stopping");
+	na_node_changed(n);
 	if (na_teardown(n, id, &e2) == -1)
 		log_error("clean-up after a failed restore failed", "{s:s, s:s}", "id", id, "error",
 			  e2.msg);

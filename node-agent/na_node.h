@@ -115,6 +115,13 @@ int na_apply_egress(struct na_node *n, const char *id, const struct na_egress_po
 int na_wait_ready(struct na_node *n, const char *id, uint64_t deadline, int poll_ms,
 		  const char *log_path, struct err *e);
 
+/* Sets id's state (no notification).  Takes n->mu. */
+void na_set_state(struct na_node *n, const char *id, const char *state);
+
+/* Removes a directory tree of plain files (never into a subvolume: callers
+ * delete those first); a missing one is fine.  0 or -1 (errno). */
+int na_rm_files(const char *dir);
+
 /* Unlinks and frees id's registry entry.  Caller holds n->mu. */
 void na_unlink_locked(struct na_node *n, const char *id);
 

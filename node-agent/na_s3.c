@@ -914,48 +914,6 @@ static int s3_key_check(const struct na_s3 *s, const char *op, const char *key, 
 	return 0;
 }
 
-/* SHA-256 of len bytes of fd from off, as hex. */
-static int s3_hash_fd(int fd, long long off, long long len, char hex[65], struct err *e)
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char *chunk = malloc(S3_HASH_CHUNK), out[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	int r = -1;
-
-	if (!md || !chunk || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-		err_set(e, ENOMEM, "hash the file");
-		goto out;
-	}
-	while (len > 0) {
-		size_t want = len < S3_HASH_CHUNK ? (size_t)len : S3_HASH_CHUNK;
-		ssize_t got = pread(fd, chunk, want, (off_t)off);
-
-		if (got == -1 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			err_set(e, got ? errno : 0, "read the file%s",
-				got ? "" : ": it is shorter than it was");
-			goto out;
-		}
-		if (!EVP_DigestUpdate(md, chunk, (size_t)got)) {
-			err_set(e, 0, "hash the file");
-			goto out;
-		}
-		off += got;
-		len -= got;
-	}
-	if (!EVP_DigestFinal_ex(md, out, &n) || n != 32) {
-		err_set(e, 0, "hash the file");
-		goto out;
-	}
-	util_hex(out, 32, hex);
-	r = 0;
-out:
-	EVP_MD_CTX_free(md);
-	free(chunk);
-	return r;
-}
-
 int na_s3_put_mem(struct na_s3 *s, const char *key, const void *data, size_t len, struct err *e)
 {
 	AUTOCURL CURL *h = NULL;
@@ -1064,7 +1022,7 @@ static int s3_put_parts(struct na_s3 *s, CURL *h, const char *key, int fd, long 
 		r.fd = fd;
 		r.off = (i - 1) * part;
 		r.len = i < nparts ? part : size - r.off;
-		if (s3_hash_fd(fd, r.off, r.len, r.sha, e) == -1) {
+		if (util_sha256_fd(fd, r.off, r.len, r.sha, e) == -1) {
 			err_wrap(e, "s3 PUT %s/%s (%s)", s->bucket, key, what);
 			goto abort;
 		}
@@ -1143,7 +1101,7 @@ int na_s3_put_file(struct na_s3 *s, const char *key, const char *path, struct er
 	r.body = true;
 	r.fd = fd;
 	r.len = (long long)st.st_size;
-	if (s3_hash_fd(fd, 0, r.len, r.sha, e) == -1)
+	if (util_sha256_fd(fd, 0, r.len, r.sha, e) == -1)
 		return err_wrap(e, "s3 PUT %s/%s: `%s`", s->bucket, key, path);
 	return s3_send(s, h, &r, e);
 }

@@ -76,7 +76,7 @@ void na_unlink_locked(struct na_node *n, const char *id)
 	}
 }
 
-static void set_state(struct na_node *n, const char *id, const char *state)
+void na_set_state(struct na_node *n, const char *id, const char *state)
 {
 	struct na_sb *s;
 
@@ -431,13 +431,22 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	(void)st;
 	(void)ftw;
 	if (flag == FTW_DP)
-		return rmdir(path) == -1 ? -1 : 0;
-	return unlink(path) == -1 ? -1 : 0;
+		return rmdir(path) == -1 && errno != ENOENT ? -1 : 0;
+	return unlink(path) == -1 && errno != ENOENT ? -1 : 0;
 }
 
 /* Removes whatever exists of sandbox id, in the reverse order of create.
  * Every step runs even when an earlier one failed; returns -1 with the first
  * error when something could not be removed. */
+int na_rm_files(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int na_teardown(struct na_node *n, const char *id, struct err *e)
 {
 	char dir[1100], rootfs[1200], state[32];
@@ -725,7 +734,7 @@ int na_node_destroy(struct na_node *n, const char *id, struct err *e)
 	if (!known && !on_disk)
 		return err_http(e, 404, "no sandbox `%s`", id);
 	if (na_teardown(n, id, e) == -1) {
-		set_state(n, id, "failed");
+		na_set_state(n, id, "failed");
 		return -1;
 	}
 	pthread_mutex_lock(&n->mu);
@@ -953,6 +962,36 @@ void na_node_egress_cancel(struct na_node *n, const char *id)
 	pthread_mutex_unlock(&n->mu);
 }
 
+/* CPU time the sandbox's cgroup used so far (gVisor itself included), in
+ * ms, or -1: cgroup v1 cpuacct.usage (ns) or v2 cpu.stat usage_usec.  The
+ * portal's idle policy compares it between heartbeats. */
+static long long cpu_ms(const char *id)
+{
+	char path[256], buf[4096];
+	long long v = -1;
+	AUTOCLOSE int fd = -1;
+	ssize_t r;
+	const char *u;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuacct/%s/cpuacct.usage", id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd != -1) {
+		r = read(fd, buf, sizeof(buf) - 1);
+		buf[r > 0 ? r : 0] = '\0';
+		return r > 0 ? strtoll(buf, NULL, 10) / 1000000 : -1;
+	}
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cpu.stat", id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	r = read(fd, buf, sizeof(buf) - 1);
+	buf[r > 0 ? r : 0] = '\0';
+	u = strstr(buf, "usage_usec ");
+	if (u)
+		v = strtoll(u + 11, NULL, 10) / 1000;
+	return v;
+}
+
 static json_t *sb_json(const struct na_sb *s)
 {
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:I, s:f, s:I}}", "id", s->id, "state",
@@ -982,6 +1021,11 @@ static json_t *sb_json(const struct na_sb *s)
 		json_object_set_new(j, "wake_ms", json_integer(s->wake_ms));
 	if (s->checkpoint)
 		json_object_set(j, "checkpoint", s->checkpoint);
+	if (strcmp(s->state, "ready") == 0) {
+		long long c = cpu_ms(s->id);
+		if (c >= 0)
+			json_object_set_new(j, "cpu_ms", json_integer(c));
+	}
 	return j;
 }
 

@@ -546,7 +546,7 @@ void pt_core_dispatch(struct pt_portal *p)
 	}
 }
 
-static json_t *view_of(struct pt_portal *p, const char *id)
+json_t *pt_core_view(struct pt_portal *p, const char *id)
 {
 	struct err e = ERR_INIT;
 	struct pt_sb sb;
@@ -1114,7 +1114,7 @@ static void expire_waiters(struct pt_portal *p, uint64_t now)
 			if (a->state == PT_QUEUED) {
 				waiter_answer(p, w, 503, NULL, "no room on any node within the wait");
 			} else {
-				json_t *v = view_of(p, a->id);
+				json_t *v = pt_core_view(p, a->id);
 
 				/* It is being made and is the client's: 202, poll or retry. */
 				waiter_answer(p, w, v ? 202 : 500, v, "the sandbox cannot be read");

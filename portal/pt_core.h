@@ -67,6 +67,10 @@ void pt_core_release_row(struct pt_portal *p, struct pt_sb *sb, const char *reas
  * operation's: hibernate, wake, offload, fork, including fork children). */
 bool pt_core_busy(struct pt_portal *p, const char *id);
 int pt_core_queue_len(const struct pt_portal *p);
+
+/* The API view of sandbox id as its owner sees it (a new reference), or
+ * NULL when there is no such row. */
+json_t *pt_core_view(struct pt_portal *p, const char *id);
 void pt_core_free(struct pt_portal *p);
 
 /* pt_reconcile.c */

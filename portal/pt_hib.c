@@ -230,31 +230,18 @@ static void resp_err(struct hsrv_resp *resp, int status, const char *msg)
 	pt_resp_err(resp, &e);
 }
 
-static json_t *view_id(struct pt_portal *p, const char *id)
-{
-	struct err e = ERR_INIT;
-	struct pt_sb sb;
-	json_t *v = NULL;
-
-	memset(&sb, 0, sizeof(sb));
-	if (pt_store_sb_get(p->st, id, &sb, &e) == 0)
-		v = pt_view_sb(p, &sb, true);
-	pt_sb_clear(&sb);
-	return v;
-}
-
 /* {parent, children} of a fork as the rows are now. */
 static json_t *fork_view(struct pt_portal *p, const struct op *o)
 {
 	json_t *kids = json_array();
 
 	for (int i = 0; i < o->nchild; i++) {
-		json_t *v = view_id(p, o->child[i]);
+		json_t *v = pt_core_view(p, o->child[i]);
 
 		if (v)
 			json_array_append_new(kids, v);
 	}
-	return json_pack("{s:o*, s:o}", "parent", view_id(p, o->id), "children", kids);
+	return json_pack("{s:o*, s:o}", "parent", pt_core_view(p, o->id), "children", kids);
 }
 
 static void opw_gone(void *ud)
@@ -289,7 +276,7 @@ static void opw_answer(struct pt_portal *p, const struct op *o, struct opw *w, i
 
 	memset(&resp, 0, sizeof(resp));
 	if (status == 200 || status == 202)
-		v = w->want == WANT_FORK ? fork_view(p, o) : view_id(p, o->id);
+		v = w->want == WANT_FORK ? fork_view(p, o) : pt_core_view(p, o->id);
 	if (v)
 		hsrv_resp_json(&resp, status, v);
 	else

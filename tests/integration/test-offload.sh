@@ -158,6 +158,9 @@ aws3 get-object --bucket ckpt --key "${prefix}manifest.json" "$work/manifest.jso
 check "the manifest names each object with its size and sha256" \
 	test "$(jq '[.objects[] | select((.sha256 | length) == 64 and .bytes > 0)] | length' "$work/manifest.json")" = \
 	"$(jq '.objects | length' "$work/manifest.json")"
+aws3 get-object --bucket ckpt --key "${prefix}rootfs.send.zst" "$work/rootfs.zst" >/dev/null
+check "the rootfs delta holds the file written inside (btrfs receive --dump)" \
+	eval "zstd -q -d -c '$work/rootfs.zst' | btrfs receive --dump 2>/dev/null | grep -q 'home/agent/note.txt'"
 rootfs_kb=$(($(aws3 head-object --bucket ckpt --key "${prefix}rootfs.send.zst" --query ContentLength --output text) / 1024))
 echo "# objects: $(jq -c '[.objects[] | {name, bytes}]' "$work/manifest.json"); rootfs delta $rootfs_kb KiB"
 
