@@ -448,7 +448,7 @@ static void recover(struct na_node *n, struct na_sb *c, const char *rescue, cons
  * *runsc_ran tells whether the container was touched (then c was
  * recovered: see recover()); otherwise it runs on untouched. */
 static int checkpoint_gen(struct na_node *n, struct na_sb *c, int gen, const struct gate *g,
-			  json_t **figures, bool *runsc_ran, struct err *e)
+			  bool durable, json_t **figures, bool *runsc_ran, struct err *e)
 {
 	char dir[1100], part[1400], p[1500], rootfs[1200], done[1400], log_path[1200];
 	struct err e2 = ERR_INIT;
@@ -525,8 +525,9 @@ static int checkpoint_gen(struct na_node *n, struct na_sb *c, int gen, const str
 		remove_gen(part, &e2);
 		return -1;
 	}
-	/* Durable before meta.json names it. */
-	{
+	/* Durable before meta.json names it (a fork's generation lives only
+	 * until its restores are done: a crash boots the parent's rootfs). */
+	if (durable) {
 		AUTOCLOSE int fd = open(n->pool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd != -1)
 			syncfs(fd);
@@ -545,7 +546,7 @@ static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, st
 {
 	char dir[1100], rootfs[1200], bundle[1200], log_path[1200], p[1400];
 	struct err e2 = ERR_INIT;
-	uint64_t t0 = util_now_ms();
+	uint64_t t0 = util_now_ms(), t1, t2, t3, t4;
 
 	na_sb_dir(n, t->id, dir, sizeof(dir));
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
@@ -563,15 +564,25 @@ static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, st
 		goto fail;
 	}
 	snprintf(p, sizeof(p), "%s/rootfs", gdir);
-	if (na_btrfs_snapshot(p, rootfs, e) == -1 || na_netns_create(t->id, e) == -1 ||
-	    na_apply_egress(n, t->id, &t->egress, e) == -1 ||
+	t1 = util_now_ms();
+	if (na_btrfs_snapshot(p, rootfs, e) == -1)
+		goto fail;
+	t2 = util_now_ms();
+	if (na_netns_create(t->id, e) == -1 || na_apply_egress(n, t->id, &t->egress, e) == -1 ||
 	    na_spec_write(bundle, t->id, rootfs, &t->lim, t->vnc_secret, n->proxy_domain, e) == -1)
 		goto fail;
 	na_test_pause(NA_HOOK_RESTORE);
+	t3 = util_now_ms();
 	snprintf(p, sizeof(p), "%s/state", gdir);
-	if (na_runsc_restore(n->runsc_root, t->id, bundle, p, log_path, e) == -1 ||
-	    na_wait_ready(n, t->id, t0 + NA_RESTORE_TIMEOUT_MS, 20, log_path, e) == -1)
+	if (na_runsc_restore(n->runsc_root, t->id, bundle, p, log_path, e) == -1)
 		goto fail;
+	t4 = util_now_ms();
+	if (na_wait_ready(n, t->id, t0 + NA_RESTORE_TIMEOUT_MS, 20, log_path, e) == -1)
+		goto fail;
+	log_debug("restore steps", "{s:s, s:I, s:I, s:I, s:I, s:I}", "id", t->id, "cleanup_ms",
+		  (json_int_t)(t1 - t0), "snapshot_ms", (json_int_t)(t2 - t1), "netns_spec_ms",
+		  (json_int_t)(t3 - t2), "runsc_restore_ms", (json_int_t)(t4 - t3), "health_ms",
+		  (json_int_t)(util_now_ms() - t4));
 	t->sandbox_pid = na_runsc_sandbox_pid(n->runsc_root, t->id);
 	t->wake_ms = (long long)(util_now_ms() - t0);
 	return 0;
@@ -588,7 +599,8 @@ fail:
 
 /* The steps both hibernate and fork take: gate, checkpoint.  c is updated
  * (state, last_error) on failure. */
-static int take_checkpoint(struct na_node *n, struct na_sb *c, json_t **figures, struct err *e)
+static int take_checkpoint(struct na_node *n, struct na_sb *c, bool durable, json_t **figures,
+			   struct err *e)
 {
 	struct gate g;
 	bool ran;
@@ -610,7 +622,7 @@ static int take_checkpoint(struct na_node *n, struct na_sb *c, json_t **figures,
 	if (na_write_meta(n, c, &me) == -1)
 		log_warn("cannot record the checkpoint in meta.json", "{s:s, s:s}", "id", c->id,
 			 "error", me.msg);
-	if (checkpoint_gen(n, c, gen, &g, figures, &ran, e) == -1) {
+	if (checkpoint_gen(n, c, gen, &g, durable, figures, &ran, e) == -1) {
 		if (!ran)
 			snprintf(c->state, sizeof(c->state), "ready");
 		ungate(n, c);
@@ -636,7 +648,7 @@ json_t *na_node_hibernate_run(struct na_node *n, const char *id, struct err *e)
 	if (!snapshot_of(n, id, &c))
 		return err_http(e, 404, "no sandbox `%s`", id), NULL;
 	c.last_error[0] = '\0';
-	if (take_checkpoint(n, &c, &figures, e) == -1) {
+	if (take_checkpoint(n, &c, true, &figures, e) == -1) {
 		settle(n, &c, NULL);
 		return NULL;
 	}
@@ -802,7 +814,7 @@ json_t *na_node_fork_run(struct na_node *n, const char *id, struct err *e)
 		}
 	pthread_mutex_unlock(&n->mu);
 	c.last_error[0] = '\0';
-	if (take_checkpoint(n, &c, &figures, e) == -1) {
+	if (take_checkpoint(n, &c, false, &figures, e) == -1) {
 		settle(n, &c, NULL);
 		na_node_ckpt_cancel(n, id); /* the children */
 		return NULL;

@@ -44,10 +44,11 @@ static int wrap_hook(void *ud)
  * snapshots and send streams see them. */
 #define NA_RUNSC_FLAGS "--network=sandbox", "--platform=ptrace", "--overlay2=none"
 
-/* Checkpoint images are written uncompressed and read with O_DIRECT: a wake
- * from the local disk is then a plain read (docs/hibernation.md has the
- * measurements); what goes to S3 is compressed with zstd on the way. */
-#define NA_RUNSC_CKPT_FLAGS "--compression=none", "--exclude-committed-zero-pages", "--direct"
+/* Checkpoint images are written uncompressed, through the page cache: a
+ * wake from the local disk is then a plain read, often from memory
+ * (docs/hibernation.md has the measurements: --direct was no faster here);
+ * what goes to S3 is compressed with zstd on the way. */
+#define NA_RUNSC_CKPT_FLAGS "--compression=none", "--exclude-committed-zero-pages"
 
 /* Runs `runsc --root ROOT FLAGS ARGS...`, wrapped when S-<id>
  * exists (or always, when need_ns).  out may be NULL.  Returns runsc's exit
@@ -140,7 +141,7 @@ int na_runsc_restore(const char *root, const char *id, const char *bundle, const
 		     const char *log_path, struct err *e)
 {
 	char *args[] = {"restore", "-detach", "--bundle", (char *)bundle, "--image-path",
-			(char *)image_dir, "--direct", (char *)id, NULL};
+			(char *)image_dir, (char *)id, NULL};
 
 	return runsc_logged(root, id, log_path, e, args);
 }
