@@ -668,6 +668,11 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 	}
 	info.port = o->port < 0 ? CONTEXT_PORT_NO_LISTEN : o->port;
 	info.iface = o->listen;
+	/* An idle keep-alive connection is left for the client to close: a
+	 * server that closes first holds the TIME_WAIT, and inside a sandbox
+	 * that delays its next checkpoint by a minute (docs/hibernation.md).
+	 * cloche-proxy closes its idle upstream connections after 30 s. */
+	info.keepalive_timeout = HSRV_KEEPALIVE_S;
 	info.vhost_name = "default";
 	srv->vh = lws_create_vhost(srv->ctx, &info);
 	if (!srv->vh) {

@@ -18,6 +18,10 @@
 struct hsrv;
 struct hsrv_timer;
 
+/* Seconds an idle keep-alive connection may stay open: longer than
+ * cloche-proxy keeps an idle upstream connection, so the proxy closes it. */
+#define HSRV_KEEPALIVE_S 75
+
 struct hsrv_opts {
 	const char *listen;    /* interface address; NULL means all */
 	int port;              /* 0 picks a free port (see hsrv_port); -1: no listener */

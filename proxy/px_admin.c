@@ -223,11 +223,11 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 		if (hold < 0 || hold > 24LL * 3600 * 1000)
 			hold = 30000;
 		atomic_store(&rt->drain_until_ms, drain ? now + (uint64_t)hold : 0);
-		if (drain) {
+		if (drain)
 			atomic_fetch_add(&rt->drain_gen, 1);
-			for (int i = 0; i < p->nworkers; i++)
-				px_worker_poke(p->w[i]);
-		}
+		/* A drain cuts connections; a resume lets held requests go on. */
+		for (int i = 0; i < p->nworkers; i++)
+			px_worker_poke(p->w[i]);
 		reply(out, 200, rt_json(rt, now));
 		px_rt_put(p->routes, rt);
 		return;

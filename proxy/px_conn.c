@@ -702,11 +702,6 @@ static enum step on_request(struct px_conn *c)
 				      "Retry-After: 1\r\n");
 		}
 	}
-	if (atomic_load(&c->rt->drain_until_ms) > now) {
-		c->keep = false;
-		return answer(c, 503, "draining",
-			      "the sandbox is being saved; try again in a moment", "Retry-After: 2\r\n");
-	}
 	c->drain_gen = atomic_load(&c->rt->drain_gen);
 	atomic_fetch_add(&c->rt->requests, 1);
 	atomic_store(&c->rt->last_seen_ms, now);
@@ -829,6 +824,15 @@ static enum step step_route(struct px_conn *c)
 		px_rt_view(p->routes, c->rt, &c->view);
 		c->view_gen = gen;
 		c->have_view = true;
+	}
+	/* Being saved: held like a request for a hibernated sandbox (and, like
+	 * it, a reason to wake it once saved), until the node resumes us. */
+	if (atomic_load(&c->rt->drain_until_ms) > c->w->now) {
+		if (!c->waiting) {
+			set_waiting(c, true);
+			c->deadline = c->w->now + (uint64_t)p->s.wait_timeout_ms;
+		}
+		return WAIT;
 	}
 	switch (c->view.kind) {
 	case PX_RT_PENDING:
@@ -1288,7 +1292,9 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, struct end src, st
 		}
 		if (r == 0 || r == -2) {
 			d->eof = true;
-			if (from_up)
+			/* The sandbox's end holds a TIME_WAIT only when its FIN came
+			 * first: after ours (the client left) it does not. */
+			if (from_up && !c->c2u.shut)
 				up_fin(c);
 			continue;
 		}

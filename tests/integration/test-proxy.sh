@@ -181,9 +181,13 @@ d=$(adm POST "/v1/sandboxes/sb-a/drain?hold_ms=3000")
 check "drain answers with the sandbox's counters" jt '.id == "sb-a" and .draining_ms > 0' "$d"
 wait "$wpid"
 check "... and cuts its open WebSocket" jt '.ok == false' "$(cat "$work/drained")"
-check "... new requests get 503 while it holds" test "$(code "$HA" /echo -H "Authorization: Bearer $TA")" = 503
+code "$HA" /echo -H "Authorization: Bearer $TA" >"$work/held" & hpid=$!
+sleep 1
+check "... a new request is held while it holds (a checkpoint is being made)" kill -0 "$hpid"
 adm POST /v1/sandboxes/sb-a/resume >/dev/null
-check "resume: 200 again" test "$(code "$HA" /echo -H "Authorization: Bearer $TA")" = 200
+wait "$hpid"
+check "resume: the held request goes through (200)" test "$(cat "$work/held")" = 200
+check "... and new ones too" test "$(code "$HA" /echo -H "Authorization: Bearer $TA")" = 200
 check "a server that closed first is reported (upstream_fin_ms_ago)" \
 	bash -c 'jt ".upstream_fin_ms_ago != null" "$(curl -s -H "Authorization: Bearer $1" "http://127.0.0.1:$2/v1/sandboxes/sb-a")"' _ "$cred" "$admin"
 
