@@ -2,7 +2,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -150,47 +149,4 @@ int util_random_token(char *out, size_t outlen, size_t nbytes)
 	out[o] = '\0';
 	explicit_bzero(rnd, sizeof(rnd));
 	return 0;
-}
-
-#define UTIL_HASH_CHUNK (1u << 20)
-
-int util_sha256_fd(int fd, long long off, long long len, char hex[65], struct err *e)
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char *chunk = malloc(UTIL_HASH_CHUNK), out[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	int r = -1;
-
-	if (!md || !chunk || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-		err_set(e, ENOMEM, "hash the file");
-		goto out;
-	}
-	while (len > 0) {
-		size_t want = len < UTIL_HASH_CHUNK ? (size_t)len : UTIL_HASH_CHUNK;
-		ssize_t got = pread(fd, chunk, want, (off_t)off);
-
-		if (got == -1 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			err_set(e, got ? errno : 0, "read the file%s",
-				got ? "" : ": it is shorter than it was");
-			goto out;
-		}
-		if (!EVP_DigestUpdate(md, chunk, (size_t)got)) {
-			err_set(e, 0, "hash the file");
-			goto out;
-		}
-		off += got;
-		len -= got;
-	}
-	if (!EVP_DigestFinal_ex(md, out, &n) || n != 32) {
-		err_set(e, 0, "hash the file");
-		goto out;
-	}
-	util_hex(out, 32, hex);
-	r = 0;
-out:
-	EVP_MD_CTX_free(md);
-	free(chunk);
-	return r;
 }

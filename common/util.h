@@ -59,10 +59,6 @@ void util_hex(const void *p, size_t n, char *out);
 /* write(2) all of buf, retrying on EINTR and short writes.  0 or -1/errno. */
 int util_write_all(int fd, const void *buf, size_t len);
 
-/* The SHA-256 of len bytes of fd from off (pread; the offset is left
- * alone), as 64 hex digits and a NUL.  A file shorter than off + len is an
- * error.  0 or -1. */
-int util_sha256_fd(int fd, long long off, long long len, char hex[65], struct err *e);
 
 /* mkdir -p of the directories above path's last component (each with
  * mode; existing ones are fine).  0, or -1 with errno set. */

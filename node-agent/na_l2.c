@@ -10,6 +10,7 @@
 #include "node-agent/na_s3.h"
 #include "node-agent/na_test.h"
 
+#include "common/digest.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -35,7 +36,7 @@ static int sha256_file(const char *path, char out[65], struct err *e)
 
 	if (fd == -1 || fstat(fd, &st) == -1)
 		return err_set(e, errno, "sha256 `%s`", path);
-	if (util_sha256_fd(fd, 0, (long long)st.st_size, out, e) == -1)
+	if (digest_sha256_fd(fd, 0, (long long)st.st_size, out, e) == -1)
 		return err_wrap(e, "sha256 `%s`", path);
 	return 0;
 }

@@ -10,6 +10,7 @@
  * but curl's global state, which is set up once. */
 #include "node-agent/na_s3.h"
 
+#include "common/digest.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -1022,7 +1023,7 @@ static int s3_put_parts(struct na_s3 *s, CURL *h, const char *key, int fd, long 
 		r.fd = fd;
 		r.off = (i - 1) * part;
 		r.len = i < nparts ? part : size - r.off;
-		if (util_sha256_fd(fd, r.off, r.len, r.sha, e) == -1) {
+		if (digest_sha256_fd(fd, r.off, r.len, r.sha, e) == -1) {
 			err_wrap(e, "s3 PUT %s/%s (%s)", s->bucket, key, what);
 			goto abort;
 		}
@@ -1101,7 +1102,7 @@ int na_s3_put_file(struct na_s3 *s, const char *key, const char *path, struct er
 	r.body = true;
 	r.fd = fd;
 	r.len = (long long)st.st_size;
-	if (util_sha256_fd(fd, 0, r.len, r.sha, e) == -1)
+	if (digest_sha256_fd(fd, 0, r.len, r.sha, e) == -1)
 		return err_wrap(e, "s3 PUT %s/%s: `%s`", s->bucket, key, path);
 	return s3_send(s, h, &r, e);
 }

@@ -69,6 +69,37 @@ static json_t *rt_json(struct px_rt *rt, uint64_t now)
 			 "draining_ms", (json_int_t)(drain > now ? drain - now : 0));
 }
 
+struct drain_ctx {
+	const char *id;
+	bool drain;
+	uint64_t now, until;
+	json_t *answer; /* the counters of the match whose server closed first last */
+	uint64_t fin;   /* that match's upstream_fin_ms */
+};
+
+static void drain_apply(struct px_rt *rt, const struct drain_ctx *d)
+{
+	atomic_store(&rt->drain_until_ms, d->until);
+	if (d->drain)
+		atomic_fetch_add(&rt->drain_gen, 1);
+}
+
+/* px_routes_each: the entries of sandbox d->id, by the portal's id or by
+ * the node agent's. */
+static void drain_one(struct px_rt *rt, void *ud)
+{
+	struct drain_ctx *d = ud;
+
+	if (strcmp(rt->id, d->id) != 0 && !(rt->kind == PX_RT_LOCAL && strcmp(rt->sid, d->id) == 0))
+		return;
+	drain_apply(rt, d);
+	if (!d->answer || atomic_load(&rt->upstream_fin_ms) > d->fin) {
+		json_decref(d->answer);
+		d->answer = rt_json(rt, d->now);
+		d->fin = atomic_load(&rt->upstream_fin_ms);
+	}
+}
+
 struct list_ctx {
 	json_t *arr;
 	const char *id;
@@ -212,24 +243,30 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 		return;
 	}
 	if ((strcmp(action, "drain") == 0 || strcmp(action, "resume") == 0) && post) {
-		struct px_rt *rt = px_routes_get(p->routes, id);
-		bool drain = action[0] == 'd';
 		long long hold = query_int(h->target, "hold_ms", 30000);
+		struct drain_ctx d = {id, action[0] == 'd', now, 0, NULL, 0};
 
-		if (!rt) {
-			fail(out, 503, "no_memory", "out of memory");
-			return;
-		}
 		if (hold < 0 || hold > 24LL * 3600 * 1000)
 			hold = 30000;
-		atomic_store(&rt->drain_until_ms, drain ? now + (uint64_t)hold : 0);
-		if (drain)
-			atomic_fetch_add(&rt->drain_gen, 1);
+		d.until = d.drain ? now + (uint64_t)hold : 0;
+		/* The node agent names a sandbox by its own id, which is not the
+		 * portal's when a warm member was claimed: both match. */
+		px_routes_each(p->routes, drain_one, &d);
+		if (!d.answer) {
+			struct px_rt *rt = px_routes_get(p->routes, id);
+
+			if (!rt) {
+				fail(out, 503, "no_memory", "out of memory");
+				return;
+			}
+			drain_apply(rt, &d);
+			d.answer = rt_json(rt, now);
+			px_rt_put(p->routes, rt);
+		}
 		/* A drain cuts connections; a resume lets held requests go on. */
 		for (int i = 0; i < p->nworkers; i++)
 			px_worker_poke(p->w[i]);
-		reply(out, 200, rt_json(rt, now));
-		px_rt_put(p->routes, rt);
+		reply(out, 200, d.answer);
 		return;
 	}
 	fail(out, action[0] ? 404 : 405, action[0] ? "not_found" : "method_not_allowed",

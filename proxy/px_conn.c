@@ -78,6 +78,7 @@ struct px_conn {
 	bool close_after;    /* close the client after this answer */
 	bool retry_ok;       /* the request may go again on a fresh connection */
 	bool retried;
+	uint64_t hold_until; /* held because its node said "not ready": until then */
 	bool consumed;       /* the request head was taken out of c2u */
 	bool lingering;
 	bool waiting;        /* held in ROUTE with a deadline set */
@@ -631,6 +632,7 @@ static enum step on_request(struct px_conn *c)
 	c->html = accepts_html(h);
 	set_waiting(c, false);
 	c->sent = c->resp_head = c->retried = c->consumed = false;
+	c->hold_until = 0;
 	c->status = 0;
 	c->c2u.frame = h->body;
 	c->u2c.framed = c->u2c.eof = false; /* no response yet */
@@ -942,6 +944,23 @@ static int node_answer(struct px_conn *c, enum step *out)
 			return -1;
 		}
 		*out = answer(c, 404, "unknown_sandbox", msg, NULL);
+	} else if (status == 409 && (!c->hold_until || c->w->now < c->hold_until)) {
+		/* Not ready on its node (being saved, asleep, waking) while the
+		 * route still said ready: ask the portal again and hold the request
+		 * as for a hibernated sandbox (a noVNC reconnect must not get an
+		 * error answer: it would not retry). */
+		px_rt_invalidate(c->w->p->routes, c->rt);
+		px_up_close(c->w, up, false);
+		c->up = NULL;
+		c->c2u.off -= c->head_len;
+		c->consumed = false;
+		if (!c->hold_until)
+			c->hold_until = c->w->now + (uint64_t)c->w->p->s.wait_timeout_ms;
+		set_waiting(c, true);
+		c->deadline = c->hold_until;
+		c->st = CS_ROUTE;
+		*out = WAIT;
+		return -1;
 	} else if (status == 409) {
 		*out = answer(c, 503, "sandbox_not_ready", msg, "Retry-After: 1\r\n");
 	} else if (status == 504) {

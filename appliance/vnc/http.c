@@ -32,7 +32,9 @@
 #define MAX_REQUEST 8192
 #define MAX_HTML (1024 * 1024)
 #define REQUEST_TIMEOUT_MS 10000
-#define IDLE_TIMEOUT_MS 30000
+/* Longer than cloche-proxy keeps an idle upstream connection (30 s), so the
+ * proxy closes first and no TIME_WAIT delays a checkpoint (HSRV_KEEPALIVE_S). */
+#define IDLE_TIMEOUT_MS 75000
 #define WRITE_TIMEOUT_MS 30000
 
 enum conn_state { C_READ, C_WAIT, C_WRITE };

@@ -20,7 +20,7 @@ FUZZ_SRCS_btrfs-stream := tests/fuzz/fuzz_btrfs_stream.c node-agent/na_btrfs.c n
 	common/log.c
 FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c proxy/px_chunk.c \
 	proxy/px_rewrite.c
-FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c
+FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c common/digest.c
 FUZZ_LIBS_s3-list := $(call pc_libs,libcurl libcrypto)
 FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list
 

@@ -114,7 +114,8 @@ check "cloche events lists the changes" bash -c '"$1" events "$2" | grep -q "pla
 check "cloche hibernate: the sandbox is hibernated" bash -c '"$1" hibernate "$2" | grep -q "hibernated"' _ "$C" "$cid"
 check "cloche wake: ready again" bash -c '"$1" wake "$2" | grep -q "ready"' _ "$C" "$cid"
 # A person's noVNC tab across a hibernation: it reconnects and that wakes it.
-(cd tests/e2e && node novnc-wake-test.mjs --url "$("$C" vnc "$cid")" --id "$cid" --cli "../../$C") |
+vnc_link=$("$C" vnc "$cid")
+(cd tests/e2e && node novnc-wake-test.mjs --url "$vnc_link" --id "$cid" --cli "../../$C") |
 	sed 's/^\(not \)\{0,1\}ok - /&cloche vnc link: /'
 check "cloche release" bash -c '"$1" release "$2" | grep -q "releas"' _ "$C" "$cid"
 "$C" get sb-0000000000000000 2>/dev/null
