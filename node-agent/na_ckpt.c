@@ -49,9 +49,17 @@ void na_ckpt_gen_dir(const struct na_node *n, const char *id, int gen, const cha
 
 /* ---- registry helpers ---- */
 
+/* One more of an outcome counter (capacity JSON reads them under mu). */
+static void count(struct na_node *n, long long *c)
+{
+	pthread_mutex_lock(&n->mu);
+	(*c)++;
+	pthread_mutex_unlock(&n->mu);
+}
+
 /* Moves id from one of the states in `from` ("a|b") to `to`; 404/409. */
-static int move(struct na_node *n, const char *id, const char *from, const char *to,
-		struct err *e)
+int na_node_move(struct na_node *n, const char *id, const char *from, const char *to,
+		 struct err *e)
 {
 	struct na_sb *s;
 	int rc = 0;
@@ -121,12 +129,12 @@ static void settle(struct na_node *n, const struct na_sb *c, json_t *figures)
 
 int na_node_hibernate_begin(struct na_node *n, const char *id, struct err *e)
 {
-	return move(n, id, "ready", "hibernating", e);
+	return na_node_move(n, id, "ready", "hibernating", e);
 }
 
 int na_node_wake_begin(struct na_node *n, const char *id, struct err *e)
 {
-	return move(n, id, "hibernated", "waking", e);
+	return na_node_move(n, id, "hibernated", "waking", e);
 }
 
 void na_node_ckpt_cancel(struct na_node *n, const char *id)
@@ -610,9 +618,7 @@ static int take_checkpoint(struct na_node *n, struct na_sb *c, bool durable, jso
 	if (gate(n, c, &g, e) == -1) {
 		ungate(n, c);
 		snprintf(c->state, sizeof(c->state), "ready");
-		pthread_mutex_lock(&n->mu);
-		n->ckpt_refused++;
-		pthread_mutex_unlock(&n->mu);
+		count(n, &n->ckpt_refused);
 		log_warn("checkpoint not taken", "{s:s, s:s}", "id", c->id, "error", e->msg);
 		return -1;
 	}
@@ -626,15 +632,11 @@ static int take_checkpoint(struct na_node *n, struct na_sb *c, bool durable, jso
 		if (!ran)
 			snprintf(c->state, sizeof(c->state), "ready");
 		ungate(n, c);
-		pthread_mutex_lock(&n->mu);
-		n->ckpt_failed++;
-		pthread_mutex_unlock(&n->mu);
+		count(n, &n->ckpt_failed);
 		return -1;
 	}
 	c->generation = gen;
-	pthread_mutex_lock(&n->mu);
-	n->ckpt_ok++;
-	pthread_mutex_unlock(&n->mu);
+	count(n, &n->ckpt_ok);
 	return 0;
 }
 
@@ -688,9 +690,7 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e)
 	if (restore_into(n, &c, gdir, e) == -1) {
 		snprintf(c.state, sizeof(c.state), "hibernated");
 		snprintf(c.last_error, sizeof(c.last_error), "wake failed: %.200s", e->msg);
-		pthread_mutex_lock(&n->mu);
-		n->wake_failures++;
-		pthread_mutex_unlock(&n->mu);
+		count(n, &n->wake_failures);
 		settle(n, &c, NULL);
 		log_error("wake failed; the sandbox stays hibernated", "{s:s, s:s}", "id", id,
 			  "error", e->msg);
@@ -699,9 +699,7 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e)
 	}
 	snprintf(c.state, sizeof(c.state), "ready");
 	c.last_error[0] = '\0';
-	pthread_mutex_lock(&n->mu);
-	n->wakes++;
-	pthread_mutex_unlock(&n->mu);
+	count(n, &n->wakes);
 	settle(n, &c, NULL);
 	/* It runs on its own copy now; the generation is history. */
 	if (remove_gens(n, id, 0, &e2) == -1)

@@ -21,6 +21,12 @@ struct na_node;
 
 #define NA_FORK_MAX 8
 
+/* Moves id from one of the states in `from` ("a|b") to `to` when it is
+ * not busy (and, to "hibernating", not an unclaimed pool member).  0, or
+ * -1 with 404 or 409. */
+int na_node_move(struct na_node *n, const char *id, const char *from, const char *to,
+		 struct err *e);
+
 /* Quick halves (loop thread): check the state and mark the sandbox
  * (hibernating, waking, forking) so nothing else starts on it.  -1 with
  * 404 or 409.  _cancel undoes the mark when no worker could be started. */

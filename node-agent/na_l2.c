@@ -165,21 +165,9 @@ static int fetch_template(struct na_node *n, const char *tpl, const char *want_u
 
 int na_node_offload_begin(struct na_node *n, const char *id, struct err *e)
 {
-	struct na_sb *s;
-	int rc = 0;
-
 	if (!n->s3)
 		return err_http(e, 503, "this node has no S3 configured (--s3-endpoint)");
-	pthread_mutex_lock(&n->mu);
-	s = na_find_locked(n, id);
-	if (!s)
-		rc = err_http(e, 404, "no sandbox `%s`", id);
-	else if (strcmp(s->state, "hibernated") != 0)
-		rc = err_http(e, 409, "sandbox `%s` is %s, not hibernated", id, s->state);
-	else
-		snprintf(s->state, sizeof(s->state), "offloading");
-	pthread_mutex_unlock(&n->mu);
-	return rc;
+	return na_node_move(n, id, "hibernated", "offloading", e);
 }
 
 /* Compresses, hashes and uploads file src as key; appends its entry. */

@@ -780,7 +780,11 @@ static void destroy_send(struct pt_portal *p, struct pt_destroy *d)
 	}
 }
 
-void pt_core_destroy(struct pt_portal *p, const char *node, const char *sid, const char *id)
+/* Queues a destroy of (node, sid), or of an offloaded sandbox's checkpoint
+ * (node "", prefix set), unless one is pending: that one serves (a delete
+ * of a checkpoint removes every generation); only its row id is updated. */
+static void destroy_queue(struct pt_portal *p, const char *node, const char *sid,
+			  const char *prefix, const char *id)
 {
 	struct pt_destroy *d = pt_core_destroy_find(p, node, sid);
 
@@ -791,35 +795,25 @@ void pt_core_destroy(struct pt_portal *p, const char *node, const char *sid, con
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
-		return; /* the next heartbeat finds it again */
+		return; /* the next heartbeat (or start, for a checkpoint) finds it again */
 	snprintf(d->node, sizeof(d->node), "%s", node);
-	snprintf(d->sid, sizeof(d->sid), "%s", sid);
-	snprintf(d->id, sizeof(d->id), "%s", id ? id : "");
-	d->next = p->destroys;
-	p->destroys = d;
-	destroy_send(p, d);
-}
-
-void pt_core_forget_checkpoint(struct pt_portal *p, const char *sid, const char *prefix,
-			       const char *id)
-{
-	struct pt_destroy *d = pt_core_destroy_find(p, "", sid);
-
-	if (d) {
-		/* One delete removes every generation: a pending one serves. */
-		if (id && *id)
-			snprintf(d->id, sizeof(d->id), "%s", id);
-		return;
-	}
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return; /* the next start sends it again (the row stays releasing) */
 	snprintf(d->sid, sizeof(d->sid), "%s", sid);
 	snprintf(d->prefix, sizeof(d->prefix), "%s", prefix);
 	snprintf(d->id, sizeof(d->id), "%s", id ? id : "");
 	d->next = p->destroys;
 	p->destroys = d;
 	destroy_send(p, d);
+}
+
+void pt_core_destroy(struct pt_portal *p, const char *node, const char *sid, const char *id)
+{
+	destroy_queue(p, node, sid, "", id);
+}
+
+void pt_core_forget_checkpoint(struct pt_portal *p, const char *sid, const char *prefix,
+			       const char *id)
+{
+	destroy_queue(p, "", sid, prefix, id);
 }
 
 static void destroy_done(struct pt_portal *p, struct pt_job *j)
