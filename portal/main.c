@@ -7,7 +7,9 @@
  *	cloche-portal [--db PATH] key-create NAME [admin|user]    print a new key */
 #include "portal/pt_api.h"
 #include "portal/pt_core.h"
+#include "portal/pt_mcp.h"
 #include "portal/pt_nodes.h"
+#include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
 #include "common/log.h"
@@ -27,6 +29,9 @@
 static const struct cfg_opt opts[] = {
 	{"listen", CFG_STR, "127.0.0.1", "address of the API"},
 	{"port", CFG_INT, "7000", "port of the API"},
+	{"allowed-hosts", CFG_STR, "",
+	 "names clients use to reach the portal (comma-separated, `*.suffix` allowed): "
+	 "/mcp accepts them in Host and Origin besides localhost and the listen address"},
 	{"db", CFG_STR, "/var/lib/cloche-portal/portal.db", "SQLite database (made when missing)"},
 	{"token-key-file", CFG_STR, "/var/lib/cloche-portal/token.key",
 	 "key of the sandbox tokens (made when missing; the proxy reads it too)"},
@@ -71,9 +76,17 @@ __attribute__((noreturn)) static void die(const char *what, const struct err *e)
 	exit(1);
 }
 
+/* Ends the loop once the MCP tool calls have finished (they are answered
+ * by the loop), or after 3 s. */
 static void stop_loop(void *ud)
 {
-	hsrv_stop(((struct pt_portal *)ud)->srv);
+	struct pt_portal *p = ud;
+
+	if (p->mcp && mcp_server_calls(p->mcp) && pt_now_ms() < p->stop_deadline) {
+		hsrv_timer_arm(p->stop_timer, 50);
+		return;
+	}
+	hsrv_stop(p->srv);
 }
 
 static int on_signal(void *ud, int fd)
@@ -90,6 +103,9 @@ static int on_signal(void *ud, int fd)
 		p->stopping = true;
 		pthread_mutex_unlock(&p->jobs_mu);
 		pt_core_stop(p);
+		if (p->mcp)
+			mcp_server_stop(p->mcp);
+		p->stop_deadline = pt_now_ms() + 3000;
 		/* A moment for the answers just queued (503 to waiting acquires)
 		 * to leave before the loop ends. */
 		if (!p->stop_timer) {
@@ -264,6 +280,14 @@ int main(int argc, char **argv)
 	if (sfd == -1 || hsrv_watch(p->srv, sfd, on_signal, p, &e) == -1 ||
 	    pt_api_routes(p, &e) == -1 || pt_core_start(p, &e) == -1)
 		die("cannot start", &e);
+	{
+		char *hosts = NULL;
+
+		if (asprintf(&hosts, "%s,%s", ho.listen, cfg_str(c, "allowed-hosts")) < 0 ||
+		    pt_mcp_start(p, ho.listen, hosts, &e) == -1)
+			die("cannot start the MCP server", &e);
+		p->mcp_hosts = hosts; /* the server keeps pointing at it */
+	}
 	if (pt_store_key_admins(p->st, &e) == 0)
 		log_warn("no admin key exists: make one with `cloche-portal key-create NAME admin`",
 			 NULL);
@@ -296,6 +320,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&p->jobs_mu);
 	pt_core_stop(p);
 	pt_core_free(p);
+	mcp_server_free(p->mcp);
+	free(p->mcp_hosts);
 	hsrv_timer_free(p->stop_timer);
 	hsrv_free(p->srv);
 	pt_nodes_free(p);

@@ -13,7 +13,7 @@ $(BUILD)/obj/portal/openapi.o: $(BUILD)/gen/portal/openapi.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/bin/cloche-portal: $(PORTAL_OBJS) $(COMMON_LIB)
+$(BUILD)/bin/cloche-portal: $(PORTAL_OBJS) $(BUILD)/lib/libmcp.a $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(call pc_libs,sqlite3) -lpthread
 

@@ -93,6 +93,8 @@ struct pt_destroy {
 	int tries;
 };
 
+struct mcp_server;
+
 struct pt_portal {
 	struct pt_cfg cfg;
 	struct pt_store *st;
@@ -106,6 +108,9 @@ struct pt_portal {
 	struct pt_destroy *destroys;
 	struct pt_metrics metrics;
 	struct pt_hib *hib;       /* checkpoint operations and the idle policy (pt_hib.c) */
+	struct mcp_server *mcp;   /* /mcp: sandboxes as MCP tools (pt_mcp.c) */
+	char *mcp_hosts;          /* its allowed Host/Origin names */
+	long long stop_deadline;  /* SIGTERM: the loop ends by then */
 	bool stopping;
 	/* node calls in flight (threads) and their posted answers */
 	pthread_mutex_t jobs_mu;

@@ -24,6 +24,18 @@
 struct mcp_server;
 struct mcp_call;
 struct mcp_result;
+struct hsrv;
+struct hsrv_req;
+
+#define MCP_PRINCIPAL_MAX 128 /* what an auth hook may hand to the handlers */
+
+/* Who may use the server.  Called on the loop thread for every request to
+ * /mcp, after the Host/Origin check and before anything else.  Returns 0 to
+ * serve it, with principal (MCP_PRINCIPAL_MAX bytes) filled: the handlers of
+ * the calls this request starts read it with mcp_call_principal().  Or
+ * returns an HTTP status (401: a WWW-Authenticate: Bearer header is added;
+ * 403; 500) with msg (200 bytes) saying why; the request is then refused. */
+typedef int (*mcp_auth_fn)(void *ud, const struct hsrv_req *req, char *principal, char *msg);
 
 /* Returns 0 when the result is filled (success, or a tool-level failure
  * set with mcp_result_error()), or -1 with e set for a bad request: the
@@ -63,10 +75,25 @@ struct mcp_server_opts {
 	unsigned session_idle_s;   /* idle sessions end after this; 0 means 3600 */
 	unsigned max_calls;        /* tool calls running at once; 0 means 64;
 	                            * above it a call gets JSON-RPC -32000 */
+	mcp_auth_fn auth;          /* NULL: no authentication (a sandbox's servers) */
+	void *auth_ud;
 };
 
 /* Creates a server listening on o->port.  NULL with e set. */
 struct mcp_server *mcp_server_new(const struct mcp_server_opts *o, struct err *e);
+
+/* The same server on another program's HTTP server at /mcp (o->listen and
+ * o->port are not used): that program runs the loop (mcp_server_run() is
+ * not called) and, when it stops, calls mcp_server_stop() and waits while
+ * mcp_server_calls() is not 0 before its loop ends.  NULL with e set. */
+struct mcp_server *mcp_server_attach(struct hsrv *http, const struct mcp_server_opts *o,
+				     struct err *e);
+
+/* Refuses new sessions and calls and cancels the running ones (loop thread). */
+void mcp_server_stop(struct mcp_server *s);
+
+/* Tool calls still running (any thread). */
+unsigned mcp_server_calls(const struct mcp_server *s);
 
 /* Registers a tool (copied; strings must stay valid while the server
  * lives).  Before mcp_server_run() only.  Bad schema JSON is an error. */
@@ -88,6 +115,10 @@ void *mcp_call_ud(const struct mcp_call *call);
 /* True once the client sent notifications/cancelled for this call, its
  * session ended, or the server is stopping.  The answer is then dropped. */
 bool mcp_call_cancelled(const struct mcp_call *call);
+
+/* What the server's auth hook said of the request that started this call
+ * ("" without a hook). */
+const char *mcp_call_principal(const struct mcp_call *call);
 
 /* Sends notifications/progress when the client gave a progressToken
  * (otherwise does nothing).  total <= 0 means unknown; message may be NULL. */

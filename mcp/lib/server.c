@@ -54,6 +54,7 @@ struct mcp_call {
 	const struct tool_entry *tool;
 	json_t *id, *token, *args; /* private copies */
 	char session[40];
+	char principal[MCP_PRINCIPAL_MAX]; /* what the auth hook said of the caller */
 	atomic_bool cancelled;
 	bool sse_ok;               /* the client accepts text/event-stream */
 	/* loop thread only: */
@@ -70,6 +71,11 @@ struct mcp_server {
 	struct mcp_server_opts o;
 	char *allowed; /* o.allowed_hosts + CLOCHE_MCP_ALLOWED_HOSTS */
 	struct hsrv *http;
+	bool owns_http;  /* made by mcp_server_new, not attached */
+	/* Workers post to the loop under post_mu; once gone (the server is
+	 * freed while calls still run) they post nothing. */
+	pthread_mutex_t post_mu;
+	bool gone;
 	struct mcp_sessions *sessions;
 	struct tool_entry *tools;
 	size_t ntools;
@@ -91,6 +97,25 @@ void *mcp_call_ud(const struct mcp_call *call)
 bool mcp_call_cancelled(const struct mcp_call *call)
 {
 	return atomic_load(&call->cancelled);
+}
+
+const char *mcp_call_principal(const struct mcp_call *call)
+{
+	return call->principal;
+}
+
+/* A worker's message to the loop thread.  0, or -1 when out of memory (the
+ * caller retries) or when the server is gone (nothing more will run). */
+static int post(struct mcp_server *s, void (*fn)(void *), void *arg, bool *gone)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->post_mu);
+	*gone = s->gone;
+	if (!s->gone)
+		rc = hsrv_post(s->http, fn, arg);
+	pthread_mutex_unlock(&s->post_mu);
+	return rc;
 }
 
 /* --- answers --------------------------------------------------------- */
@@ -197,8 +222,10 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total, con
 	n = mcp_rpc_notification("notifications/progress", params);
 	m = calloc(1, sizeof(*m));
 	if (m && n && (m->json = json_dumps(n, JSON_COMPACT)) != NULL) {
+		bool gone;
+
 		m->call = call;
-		if (hsrv_post(call->srv->http, on_progress, m) == 0)
+		if (post(call->srv, on_progress, m, &gone) == 0 && !gone)
 			m = NULL;
 	}
 	if (m)
@@ -258,7 +285,7 @@ static void *worker(void *arg)
 	}
 	c->answer = out ? json_dumps(out, JSON_COMPACT) : NULL;
 	json_decref(out);
-	while (hsrv_post(c->srv->http, on_done, c))
+	for (bool gone = false; post(c->srv, on_done, c, &gone) && !gone;)
 		usleep(10000); /* out of memory: the loop must hear of it anyway */
 	return NULL;
 }
@@ -271,6 +298,7 @@ struct post_ctx {
 	const struct hsrv_req *req;
 	struct hsrv_resp *resp;
 	const char *session; /* NULL for initialize */
+	const char *principal;
 	bool sse_ok;
 };
 
@@ -398,6 +426,7 @@ static int do_tools_call(struct post_ctx *p, const struct mcp_msg *m, struct err
 	if (json_is_object(meta) && mcp_rpc_id_valid(json_object_get(meta, "progressToken")))
 		c->token = json_deep_copy(json_object_get(meta, "progressToken"));
 	snprintf(c->session, sizeof(c->session), "%s", p->session);
+	snprintf(c->principal, sizeof(c->principal), "%s", p->principal);
 	c->sse_ok = p->sse_ok;
 	c->t0 = util_now_ms();
 	c->defer = hsrv_defer(p->req, call_gone, c);
@@ -495,9 +524,10 @@ static bool origin_ok(const struct mcp_server *s, const struct hsrv_req *req, st
 	return true;
 }
 
-static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct hsrv_resp *resp)
+static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct hsrv_resp *resp,
+			const char *principal)
 {
-	struct post_ctx p = {.s = s, .req = req, .resp = resp};
+	struct post_ctx p = {.s = s, .req = req, .resp = resp, .principal = principal};
 	char sid[MCP_SESSION_ID_MAX + 2] = "", ver[32];
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *msg = NULL;
@@ -574,12 +604,22 @@ static void handle_post(struct mcp_server *s, const struct hsrv_req *req, struct
 static void handle_mcp(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct mcp_server *s = ud;
-	char sid[MCP_SESSION_ID_MAX + 2];
+	char sid[MCP_SESSION_ID_MAX + 2], principal[MCP_PRINCIPAL_MAX] = "";
 
 	if (!origin_ok(s, req, resp))
 		return;
+	if (s->o.auth) {
+		char msg[200] = "";
+		int st = s->o.auth(s->o.auth_ud, req, principal, msg);
+
+		if (st) {
+			if (st == 401)
+				hsrv_resp_header(resp, "WWW-Authenticate", "Bearer");
+			return refuse(resp, st, "%s", *msg ? msg : "Unauthorized");
+		}
+	}
 	if (strcmp(req->method, "POST") == 0)
-		return handle_post(s, req, resp);
+		return handle_post(s, req, resp, principal);
 	if (strcmp(req->method, "DELETE") == 0) {
 		if (!session_header(req, resp, sid, sizeof(sid)))
 			return;
@@ -597,12 +637,11 @@ static void handle_mcp(void *ud, const struct hsrv_req *req, struct hsrv_resp *r
 
 /* --- lifecycle ------------------------------------------------------- */
 
-struct mcp_server *mcp_server_new(const struct mcp_server_opts *o, struct err *e)
+/* Everything but the HTTP server. */
+static struct mcp_server *server_init(const struct mcp_server_opts *o, struct err *e)
 {
 	struct mcp_server *s = calloc(1, sizeof(*s));
 	const char *env = getenv("CLOCHE_MCP_ALLOWED_HOSTS");
-	struct hsrv_opts ho = {.listen = o->listen, .port = o->port,
-			       .max_body = o->max_body ? o->max_body : 4u << 20};
 
 	if (!s) {
 		err_set(e, ENOMEM, "mcp server");
@@ -610,6 +649,7 @@ struct mcp_server *mcp_server_new(const struct mcp_server_opts *o, struct err *e
 	}
 	s->o = *o;
 	s->sig_pipe[0] = s->sig_pipe[1] = -1;
+	pthread_mutex_init(&s->post_mu, NULL);
 	if (asprintf(&s->allowed, "%s,%s", o->allowed_hosts ? o->allowed_hosts : "",
 		     env ? env : "") < 0) {
 		s->allowed = NULL;
@@ -618,20 +658,58 @@ struct mcp_server *mcp_server_new(const struct mcp_server_opts *o, struct err *e
 	s->sessions = mcp_sessions_new(o->max_sessions, (uint64_t)(o->session_idle_s ? o->session_idle_s : 3600) * 1000);
 	if (!s->sessions)
 		goto oom;
-	s->http = hsrv_new(&ho, e);
-	if (!s->http) {
-		mcp_server_free(s);
-		return NULL;
-	}
-	if (hsrv_route(s->http, NULL, "/mcp", handle_mcp, s, e)) {
-		mcp_server_free(s);
-		return NULL;
-	}
 	return s;
 oom:
 	mcp_server_free(s);
 	err_set(e, ENOMEM, "mcp server");
 	return NULL;
+}
+
+struct mcp_server *mcp_server_new(const struct mcp_server_opts *o, struct err *e)
+{
+	struct hsrv_opts ho = {.listen = o->listen, .port = o->port,
+			       .max_body = o->max_body ? o->max_body : 4u << 20};
+	struct mcp_server *s = server_init(o, e);
+
+	if (!s)
+		return NULL;
+	s->owns_http = true;
+	s->http = hsrv_new(&ho, e);
+	if (!s->http || hsrv_route(s->http, NULL, "/mcp", handle_mcp, s, e)) {
+		mcp_server_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct mcp_server *mcp_server_attach(struct hsrv *http, const struct mcp_server_opts *o,
+				     struct err *e)
+{
+	struct mcp_server *s = server_init(o, e);
+
+	if (!s)
+		return NULL;
+	s->http = http;
+	if (hsrv_route(http, NULL, "/mcp", handle_mcp, s, e)) {
+		s->http = NULL;
+		mcp_server_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void mcp_server_stop(struct mcp_server *s)
+{
+	if (s->stopping)
+		return;
+	log_info("mcp stopping", "{s:i}", "running", (int)atomic_load(&s->workers));
+	s->stopping = true;
+	cancel_calls(s, NULL, NULL);
+}
+
+unsigned mcp_server_calls(const struct mcp_server *s)
+{
+	return atomic_load(&s->workers);
 }
 
 int mcp_server_add_tool(struct mcp_server *s, const struct mcp_tool *t, struct err *e)
@@ -757,12 +835,18 @@ void mcp_server_free(struct mcp_server *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->post_mu);
+	s->gone = true;
+	pthread_mutex_unlock(&s->post_mu);
 	if (atomic_load(&s->workers)) {
-		/* A worker still holds pointers into s: leak rather than race. */
+		/* A worker still holds pointers into s: leak rather than race;
+		 * it posts nothing more. */
 		return;
 	}
 	hsrv_timer_free(s->stop_timer);
-	hsrv_free(s->http);
+	if (s->owns_http)
+		hsrv_free(s->http);
+	pthread_mutex_destroy(&s->post_mu);
 	if (sig_fd == s->sig_pipe[1])
 		sig_fd = -1;
 	if (s->sig_pipe[1] >= 0)
