@@ -58,6 +58,8 @@ static const struct cfg_opt opts[] = {
 	{"runsc-root", CFG_STR, "/run/cloche/runsc", "runsc --root"},
 	{"connect-socket", CFG_STR, "/run/cloche/node.sock",
 	 "unix socket of the port-connect path (cloche-node connect ID PORT)"},
+	{"connect-socket-group", CFG_STR, "",
+	 "also let this group use the connect socket (an unprivileged cloche-proxy)"},
 	{"template-name", CFG_STR, "desktop", "template used when a create names none"},
 	{"max-sandboxes", CFG_INT, "0",
 	 "most sandboxes this node holds at once, warm members too (0: no limit)"},
@@ -835,7 +837,8 @@ int main(int argc, char **argv)
 		die("bad configuration", &e);
 	na_node_adopt(a.node);
 	conn = na_connect_start(a.node, cfg_str(c, "connect-socket"), &e);
-	if (!conn)
+	if (!conn || (*cfg_str(c, "connect-socket-group") &&
+		      na_connect_share(conn, cfg_str(c, "connect-socket-group"), &e) == -1))
 		die("cannot start", &e);
 
 	ho.listen = cfg_str(c, "listen");

@@ -11,8 +11,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,8 @@ struct na_connect {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	int active; /* request threads still running (under mu) */
+	gid_t group; /* na_connect_share(): peers of this primary group too, */
+	atomic_bool shared; /* once this is set (after group) */
 };
 
 struct req {
@@ -111,8 +115,8 @@ static void serve(struct na_connect *c, int fd)
 	uint64_t t0 = util_now_ms();
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1 ||
-	    (cred.uid != 0 && cred.uid != geteuid())) {
-		answer(fd, 403, "only root may connect into sandboxes");
+	    (cred.uid != 0 && cred.uid != geteuid() && !(atomic_load(&c->shared) && cred.gid == c->group))) {
+		answer(fd, 403, "only root (or the socket's group) may connect into sandboxes");
 		return;
 	}
 	if (read_line(fd, line, sizeof(line)) == -1) {
@@ -407,5 +411,19 @@ int na_connect_relay_stdio(int fd, struct err *e)
 				return err_set(e, errno, "write stdout");
 		}
 	}
+	return 0;
+}
+
+int na_connect_share(struct na_connect *c, const char *group, struct err *e)
+{
+	struct group gr, *g = NULL;
+	char buf[4096];
+
+	if (getgrnam_r(group, &gr, buf, sizeof(buf), &g) != 0 || !g)
+		return err_set(e, 0, "--connect-socket-group: no group `%s`", group);
+	if (chown(c->path, 0, g->gr_gid) == -1 || chmod(c->path, 0660) == -1)
+		return err_set(e, errno, "--connect-socket-group: `%s`", c->path);
+	c->group = g->gr_gid;
+	atomic_store(&c->shared, true);
 	return 0;
 }

@@ -30,6 +30,12 @@ struct na_connect *na_connect_start(struct na_node *n, const char *path, struct 
  * and the node must not be freed either (exit instead).  NULL is fine. */
 bool na_connect_stop(struct na_connect *c);
 
+/* Lets the members of group (a name) use the socket too: it becomes
+ * root:group 0660, and a peer whose primary group is that group is served
+ * (cloche-proxy running as an unprivileged user with Group= set).  0, or
+ * -1 with e set (unknown group, chown failed). */
+int na_connect_share(struct na_connect *c, const char *group, struct err *e);
+
 /* Client side: asks the agent at path for a connection to id:port.  Returns
  * the connected socket, or -1 with e set (e->http_status from the agent's
  * answer). */

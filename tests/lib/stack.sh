@@ -7,6 +7,8 @@
 #   stack_up PREFIX [--s3]   starts them; sets PORTAL (URL), ADMIN (an admin key),
 #                            STACK_WORK, and with --s3 the aws3/s3_keys helpers
 #   stack_key NAME           prints a new user key
+#   stack_portal_stop / stack_portal_start   SIGTERM the portal (its status) / start
+#                            it again on the same port and database
 #   stack_down               SIGTERM to the daemons, checking each exits 0 and
 #                            logged no error (ok/not ok lines)
 #   stack_cleanup            the EXIT trap: kills what runs, removes every
@@ -48,11 +50,8 @@ stack_up() {
 		node_s3=(--s3-endpoint "http://127.0.0.1:$STACK_S3_PORT" --s3-bucket ckpt --s3-prefix "$pre/")
 	fi
 	head -c 48 /dev/urandom | base64 | tr -d '\n' >"$STACK_WORK/token.key"
-	"$STACK_PORTAL_BIN" --listen 127.0.0.1 --port "$pport" --db "$STACK_WORK/portal.db" \
-		--token-key-file "$STACK_WORK/token.key" --node-credential-file "$STACK_WORK/cred" \
-		--proxy-url "http://{port}-{id}.$STACK_DOMAIN:$STACK_PX_PORT" --default-template desktop \
-		--heartbeat-interval 500ms --ttl-max 1h >>"$STACK_WORK/portal.log" 2>&1 &
-	stack_portal_pid=$!
+	STACK_PORTAL_PORT=$pport
+	stack_portal_start
 	"$STACK_PROXY_BIN" --listen 127.0.0.1 --port "$STACK_PX_PORT" --admin-port "$px_admin" \
 		--domain "$STACK_DOMAIN" --workers 1 --portal "$PORTAL" --node-name "$pre" \
 		--node-socket "$STACK_WORK/node.sock" --token-key-file "$STACK_WORK/token.key" \
@@ -79,6 +78,25 @@ stack_up() {
 	return 1
 }
 
+stack_portal_start() {
+	local i
+	"$STACK_PORTAL_BIN" --listen 127.0.0.1 --port "$STACK_PORTAL_PORT" --db "$STACK_WORK/portal.db" \
+		--token-key-file "$STACK_WORK/token.key" --node-credential-file "$STACK_WORK/cred" \
+		--proxy-url "http://{port}-{id}.$STACK_DOMAIN:$STACK_PX_PORT" --default-template desktop \
+		--heartbeat-interval 500ms --ttl-max 1h >>"$STACK_WORK/portal.log" 2>&1 &
+	stack_portal_pid=$!
+	for ((i = 0; i < 100; i++)); do curl -sf "$PORTAL/healthz" >/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+
+stack_portal_stop() {
+	kill -TERM "$stack_portal_pid"
+	wait "$stack_portal_pid"
+	local rc=$?
+	stack_portal_pid=
+	return "$rc"
+}
+
 stack_key() {
 	curl -s -H "Authorization: Bearer $ADMIN" -d "{\"name\":\"$1\",\"role\":\"user\"}" "$PORTAL/sbv1/keys" |
 		jq -r .key
@@ -90,10 +108,7 @@ stack_down() {
 	wait "$stack_px_pid"
 	check "cloche-proxy stops on SIGTERM with status 0" test $? = 0
 	stack_px_pid=
-	kill -TERM "$stack_portal_pid"
-	wait "$stack_portal_pid"
-	check "cloche-portal stops on SIGTERM with status 0" test $? = 0
-	stack_portal_pid=
+	check "cloche-portal stops on SIGTERM with status 0" stack_portal_stop
 	check "no daemon logged an error" \
 		bash -c '! grep -h "\"level\":\"error\"" "$1"/portal.log "$1"/proxy.log "$1"/node.log' _ "$STACK_WORK"
 }
