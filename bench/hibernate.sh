@@ -115,7 +115,8 @@ row() { # name file unit target
 	read -r mn md mx < <(stats <"$work/$2")
 	printf '%-44s %8s %8s %8s %-4s %s\n' "$1" "$mn" "$md" "$mx" "$3" "$4"
 	jq -n --arg k "$2" --argjson mn "$mn" --argjson md "$md" --argjson mx "$mx" --arg u "$3" \
-		'{($k): {min: $mn, median: $md, max: $mx, unit: $u}}' >>"$work/json"
+		--argjson s "$(jq -s . <"$work/$2")" \
+		'{($k): {min: $mn, median: $md, max: $mx, unit: $u, samples: $s}}' >>"$work/json"
 }
 : >"$work/json"
 printf '%-44s %8s %8s %8s\n' "hibernation ($rounds rounds, $(nproc) cores)" min median max

@@ -167,12 +167,13 @@ mkdir -p bench/results
 [[ $tname == desktop ]] || out=bench/results/portal-$tname.json
 jq -n --arg t "$tname" --argjson maxsb "$maxsb" --argjson pool "$pool_k" --argjson clients "$clients" \
 	--argjson wn "$warm_n" --argjson wh "$warm_hits" --argjson w50 "$warm_p50" --argjson w99 "$warm_p99" \
+	--argjson wsamples "$(jq -s . "$work/warm.ms")" \
 	--argjson pairs "$pairs" --argjson ps "$pairs_s" --argjson p50 "$pairs_p50" --argjson p99 "$pairs_p99" \
 	--argjson hn "$hold_n" --argjson q "$queued" --argjson qm "$qmean" --argjson h50 "$hold_p50" \
 	--argjson h99 "$hold_p99" --argjson fails "$fails" --arg when "$(date -u +%FT%TZ)" \
 	--argjson load "$(cut -d' ' -f1 /proc/loadavg)" \
 	'{when: $when, loadavg_at_end: $load, template: $t, node_max_sandboxes: $maxsb, warm_pool: $pool,
-	  warm_acquire: {n: $wn, from_pool: $wh, p50_ms: $w50, p99_ms: $w99},
+	  warm_acquire: {n: $wn, from_pool: $wh, p50_ms: $w50, p99_ms: $w99, samples_ms: $wsamples},
 	  pairs: {clients: $clients, n: $pairs, per_second: $ps, acquire_p50_ms: $p50, acquire_p99_ms: $p99},
 	  contention: {clients: $clients, acquires: $hn, queued: $q, mean_queue_wait_ms: $qm,
 	               acquire_p50_ms: $h50, acquire_p99_ms: $h99, failed: $fails}}' >"$out"

@@ -22,6 +22,8 @@ PKGS=(
 	libnss-myhostname
 	# bench/proxy.sh: cloche-proxy against nginx, driven by wrk
 	nginx-light wrk
+	# bench/report.sh: the charts of bench/RESULTS.md
+	gnuplot-nox
 	# checkpoints: zstd to compress images; awscli, a real S3 client, checks what
 	# the S3 client stores in s3rver (tests/e2e, npm)
 	zstd awscli

@@ -25,4 +25,5 @@ const round = (x) => Math.round(x * 100) / 100;
 console.log(JSON.stringify({
   calls: n, p50_ms: round(pct(ms, 50)), p90_ms: round(pct(ms, 90)), p99_ms: round(pct(ms, 99)),
   mean_ms: round(ms.reduce((s, x) => s + x, 0) / n), max_ms: round(ms[n - 1]),
+  samples_ms: ms.map(round),
 }));

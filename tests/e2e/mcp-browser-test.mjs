@@ -50,7 +50,8 @@ if (args.bench) {
   }
   ms.sort((a, b) => a - b);
   const q = (p) => Math.round(ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] * 100) / 100;
-  const res = { tool: 'browser_snapshot', page, calls: n, p50_ms: q(0.5), p99_ms: q(0.99), max_ms: q(1) };
+  const res = { tool: 'browser_snapshot', page, calls: n, p50_ms: q(0.5), p99_ms: q(0.99), max_ms: q(1),
+    samples_ms: ms.map((x) => Math.round(x * 100) / 100) };
   console.log(JSON.stringify(res));
   if (args.out) writeFileSync(args.out, JSON.stringify(res, null, 2) + '\n');
   await client.close();

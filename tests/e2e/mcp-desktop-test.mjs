@@ -73,7 +73,7 @@ try {
     ms.sort((x, y) => x - y);
     const q = (p) => +ms[Math.min(ms.length - 1, Math.floor(p * ms.length))].toFixed(1);
     const mean = +(ms.reduce((x, y) => x + y, 0) / ms.length).toFixed(1);
-    console.log(JSON.stringify({ calls: n, p50_ms: q(0.5), p90_ms: q(0.9), p99_ms: q(0.99), mean_ms: mean, max_ms: q(1), png_bytes: bytes }));
+    console.log(JSON.stringify({ calls: n, p50_ms: q(0.5), p90_ms: q(0.9), p99_ms: q(0.99), mean_ms: mean, max_ms: q(1), png_bytes: bytes, samples_ms: ms.map((x) => +x.toFixed(1)) }));
     process.exit(0);
   }
 
