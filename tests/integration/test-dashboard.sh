@@ -29,6 +29,8 @@ check "each user key has a ready sandbox" \
 
 # --- the thumbnail endpoint ------------------------------------------------------
 th() { curl -s -o "$STACK_WORK/th" -w '%{http_code} %{content_type}' -H "Authorization: Bearer $1" "$PORTAL/sbv1/sandboxes/$2/thumbnail${3:-}"; }
+export -f th
+export STACK_WORK
 check "GET .../thumbnail: a PNG 320 pixels wide" \
 	bash -c '[[ $(th "$1" "$2") == "200 image/png" ]] && file "$3/th" | grep -q "PNG image data, 320 x 200"' _ "$U1" "$A" "$STACK_WORK"
 check "... ?width=640: 640 pixels" \
@@ -37,12 +39,12 @@ check "... a width out of range: 400 naming it" \
 	bash -c '[[ $(th "$1" "$2" "?width=5000") == 400* ]] && jq -e ".error.field == \"width\"" "$3/th" >/dev/null' _ "$U1" "$A" "$STACK_WORK"
 check "... another key's sandbox: 404" bash -c '[[ $(th "$1" "$2") == 404* ]]' _ "$U1" "$B"
 check "... no key: 401" bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" "$1/sbv1/sandboxes/$2/thumbnail") == 401 ]]' _ "$PORTAL" "$A"
-export -f th
 tcount() { curl -s "$PORTAL/metrics" | sed -n "s/^cloche_portal_thumbnails_total{result=\"$1\"} //p"; }
 f0=$(tcount fetched) c0=$(tcount cached)
 sleep 2.1 # past the cache's 2 s
-for i in $(seq 20); do th "$U1" "$A" >/dev/null & done
-wait
+pids=()
+for i in $(seq 20); do th "$U1" "$A" >/dev/null & pids+=($!); done
+wait "${pids[@]}"
 f1=$(tcount fetched) c1=$(tcount cached)
 check "20 dashboards asking at once cost the sandbox one picture ($((f1 - f0)) fetched, $((c1 - c0)) shared)" \
 	test "$((f1 - f0))" = 1 -a "$((c1 - c0))" = 19

@@ -120,10 +120,16 @@ stack_cleanup() {
 	local id
 	[[ -z $stack_portal_pid ]] || kill -9 "$stack_portal_pid" 2>/dev/null
 	[[ -z $stack_px_pid ]] || kill -9 "$stack_px_pid" 2>/dev/null
-	# What a failed run left on the node goes through the agent's own teardown.
+	# What a failed run left on the node goes through the agent's own
+	# teardown; one still starting (a warm member being made) answers 409
+	# until it is ready, so this goes on until the list is empty (60 s).
 	if [[ -n $node_pid ]] || node_start >/dev/null 2>&1; then
-		for id in $(body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[]?.id' 2>/dev/null); do
-			api DELETE "/v1/sandboxes/$id" >/dev/null
+		local i left
+		for ((i = 0; i < 60; i++)); do
+			left=$(body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[]?.id' 2>/dev/null)
+			[[ -n $left ]] || break
+			for id in $left; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+			sleep 1
 		done
 	fi
 	[[ -z $stack_s3_pid ]] || kill "$stack_s3_pid" 2>/dev/null
