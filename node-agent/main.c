@@ -11,6 +11,7 @@
 #include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
+#include "node-agent/na_thumb.h"
 
 #include "common/cfg.h"
 #include "common/http_server.h"
@@ -135,7 +136,7 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
 enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS, JOB_HIBERNATE, JOB_WAKE,
-		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE };
+		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE, JOB_THUMBNAIL };
 
 struct job {
 	struct agent *a;
@@ -223,6 +224,11 @@ static void *job_thread(void *arg)
 	case JOB_RESTORE:
 		j->body = j->kind == JOB_OFFLOAD ? na_node_offload_run(j->a->node, j->id, &e)
 						 : na_node_restore_run(j->a->node, j->id, j->req, &e);
+		rc = j->body ? 0 : -1;
+		j->status = 200;
+		break;
+	case JOB_THUMBNAIL:
+		j->body = na_node_thumbnail(j->a->node, j->id, atoi(j->file), &e);
 		rc = j->body ? 0 : -1;
 		j->status = 200;
 		break;
@@ -438,6 +444,30 @@ static void h_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 
 	if (deny(a, req, resp))
 		return;
+	{
+		/* GET /v1/sandboxes/{id}/thumbnail?width=N: a picture of its screen. */
+		const char *rest = path_id(req), *slash = strchr(rest, '/');
+		char id[40], width[8] = "320";
+
+		if (slash) {
+			if (strcmp(slash, "/thumbnail") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
+				hsrv_resp_error(resp, 404, "not_found", "no such path");
+				return;
+			}
+			memcpy(id, rest, (size_t)(slash - rest));
+			id[slash - rest] = '\0';
+			int wr = query_get(req->query, "width", width, sizeof(width));
+
+			if (wr == QUERY_ABSENT)
+				snprintf(width, sizeof(width), "320");
+			else if (wr == QUERY_BAD || !*width || strspn(width, "0123456789") != strlen(width)) {
+				hsrv_resp_error(resp, 400, "bad_request", "`width` must be a number of pixels");
+				return;
+			}
+			start_job(a, req, resp, JOB_THUMBNAIL, id, width, NULL, NULL);
+			return;
+		}
+	}
 	j = na_node_get_json(a->node, path_id(req));
 	if (!j) {
 		char msg[128];

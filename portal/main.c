@@ -9,6 +9,7 @@
 #include "portal/pt_core.h"
 #include "portal/pt_mcp.h"
 #include "portal/pt_nodes.h"
+#include "portal/pt_thumb.h"
 #include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
@@ -320,6 +321,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&p->jobs_mu);
 	pt_core_stop(p);
 	pt_core_free(p);
+	pt_thumb_free_all(p);
 	mcp_server_free(p->mcp);
 	free(p->mcp_hosts);
 	hsrv_timer_free(p->stop_timer);

@@ -2,7 +2,7 @@
 CFLAGS_portal := $(call pc_cflags,$(PKGS) sqlite3)
 
 PORTAL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard portal/*.c)) \
-	$(BUILD)/obj/portal/openapi.o
+	$(BUILD)/obj/portal/openapi.o $(BUILD)/obj/portal/web.o
 
 # The OpenAPI document is compiled in as one C string.
 $(BUILD)/gen/portal/openapi.c: portal/openapi.json
@@ -10,6 +10,18 @@ $(BUILD)/gen/portal/openapi.c: portal/openapi.json
 	@{ echo '#include "portal/pt_openapi.h"'; echo 'const char pt_openapi_json[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } >$@
 $(BUILD)/obj/portal/openapi.o: $(BUILD)/gen/portal/openapi.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The dashboard's files, each one C string named after it (pt_web.c).
+PORTAL_WEB := portal/web/index.html portal/web/app.css portal/web/app.js
+$(BUILD)/gen/portal/web.c: $(PORTAL_WEB)
+	@mkdir -p $(@D)
+	@for f in $(PORTAL_WEB); do \
+	  n=$$(basename $$f | tr '.-' '__'); echo "extern const char pt_web_$$n[];"; echo "const char pt_web_$$n[] ="; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; echo ';'; \
+	done >$@
+$(BUILD)/obj/portal/web.o: $(BUILD)/gen/portal/web.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

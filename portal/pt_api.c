@@ -8,6 +8,8 @@
 #include "common/query.h"
 #include "portal/pt_core.h"
 #include "portal/pt_hib.h"
+#include "portal/pt_thumb.h"
+#include "portal/pt_web.h"
 #include "portal/pt_nodes.h"
 #include "portal/pt_openapi.h"
 
@@ -460,8 +462,9 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 	id[idlen] = '\0';
 	if (slash)
 		snprintf(action, sizeof(action), "%s", slash + 1);
-	if (!action[0] ? !get : strcmp(action, "events") == 0 ? !get : !post) {
-		static const char *const acts[] = {"", "events", "release", "keepalive",
+	if (!action[0] || strcmp(action, "events") == 0 || strcmp(action, "thumbnail") == 0 ? !get
+											    : !post) {
+		static const char *const acts[] = {"", "events", "thumbnail", "release", "keepalive",
 						   "hibernate", "wake", "fork", NULL};
 		bool known = false;
 
@@ -482,6 +485,17 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 			hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "id", sb.id, "events", ev));
 		else
 			pt_resp_err(resp, &e);
+	} else if (strcmp(action, "thumbnail") == 0) {
+		char w[8];
+		int n = query_get(req->query, "width", w, sizeof(w));
+
+		if (n == QUERY_ABSENT)
+			snprintf(w, sizeof(w), "320");
+		if (n == QUERY_BAD || (n != QUERY_ABSENT && (!*w || strspn(w, "0123456789") != strlen(w))) ||
+		    atoi(w) < 16 || atoi(w) > 1280)
+			bad_field(resp, "width", "`width` must be a number of pixels from 16 to 1280");
+		else
+			pt_thumb_get(p, &sb, atoi(w), req, resp);
 	} else if (strcmp(action, "release") == 0) {
 		pt_core_release(p, &sb, resp);
 	} else if (strcmp(action, "keepalive") == 0) {
@@ -869,6 +883,8 @@ int pt_api_routes(struct pt_portal *p, struct err *e)
 		{NULL, "/sbv1/routes/*", h_route},
 	};
 
+	if (pt_web_routes(p, e) == -1)
+		return -1;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (hsrv_route(p->srv, routes[i].method, routes[i].path, routes[i].fn, p, e) == -1)
 			return -1;

@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
+#include "portal/pt_thumb.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #define MAX_CLAIM_TRIES 5
 /* A checkpoint, restore, fork or S3 transfer of a big sandbox takes a while. */
 #define CHECKPOINT_TIMEOUT_MS 600000
+#define THUMB_TIMEOUT_MS 15000
 
 struct pt_waiter {
 	struct pt_waiter *next;
@@ -197,6 +199,11 @@ static void *job_thread(void *arg)
 		node_call(j, "POST", url, CHECKPOINT_TIMEOUT_MS);
 		break;
 	}
+	case PT_JOB_THUMBNAIL:
+		snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/thumbnail?width=%s", j->url, j->sid,
+			 j->prefix);
+		node_call(j, "GET", url, THUMB_TIMEOUT_MS);
+		break;
 	case PT_JOB_CKPT_DELETE: {
 		char q[3 * sizeof(j->prefix)];
 
@@ -943,6 +950,11 @@ static void job_done(void *ud)
 	struct pt_acq *a;
 
 	unpost(p, j);
+	if (j->kind == PT_JOB_THUMBNAIL) {
+		pt_thumb_job_done(p, j);
+		pt_job_free(j);
+		return;
+	}
 	if (j->kind != PT_JOB_CLAIM && j->kind != PT_JOB_CREATE && j->kind != PT_JOB_DESTROY &&
 	    j->kind != PT_JOB_CKPT_DELETE) {
 		pt_hib_job_done(p, j);

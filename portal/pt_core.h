@@ -18,6 +18,7 @@ enum pt_job_kind {
 	PT_JOB_OFFLOAD,     /* POST /v1/sandboxes/{sid}/offload */
 	PT_JOB_FORK,        /* POST /v1/sandboxes/{sid}/fork */
 	PT_JOB_CKPT_DELETE, /* DELETE /v1/checkpoints/{sid}?prefix=... */
+	PT_JOB_THUMBNAIL,   /* GET /v1/sandboxes/{sid}/thumbnail?width=<prefix> */
 };
 
 struct pt_job {

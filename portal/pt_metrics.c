@@ -135,14 +135,20 @@ int pt_metrics_render(struct pt_portal *p, struct buf *b)
 			"cloche_portal_forks_total{result=\"failed\"} %llu\n"
 			"# HELP cloche_portal_retention_releases_total offloaded sandboxes deleted after --offload-retention\n"
 			"# TYPE cloche_portal_retention_releases_total counter\n"
-			"cloche_portal_retention_releases_total %llu\n",
+			"cloche_portal_retention_releases_total %llu\n"
+			"# HELP cloche_portal_thumbnails_total dashboard thumbnails: fetched from a sandbox, served from the cache, failed\n"
+			"# TYPE cloche_portal_thumbnails_total counter\n"
+			"cloche_portal_thumbnails_total{result=\"fetched\"} %llu\n"
+			"cloche_portal_thumbnails_total{result=\"cached\"} %llu\n"
+			"cloche_portal_thumbnails_total{result=\"failed\"} %llu\n",
 			(unsigned long long)m->hib_ok, (unsigned long long)m->hib_refused,
 			(unsigned long long)m->hib_failed, (unsigned long long)m->idle_hibernations,
 			(unsigned long long)m->checkpoint_failures, (unsigned long long)m->wakes_ok,
 			(unsigned long long)m->wakes_failed, (unsigned long long)m->offloads_ok,
 			(unsigned long long)m->offloads_failed, (unsigned long long)m->forks_ok,
 			(unsigned long long)m->forks_failed,
-			(unsigned long long)m->retention_releases) == -1)
+			(unsigned long long)m->retention_releases, (unsigned long long)m->thumbs_fetched,
+			(unsigned long long)m->thumbs_cached, (unsigned long long)m->thumbs_failed) == -1)
 		return -1;
 	if (buf_appends(b,
 			"# HELP cloche_portal_node_up 1 when the node heartbeats\n"

@@ -31,6 +31,8 @@ struct pt_metrics {
 	uint64_t forks_ok, forks_failed;
 	uint64_t checkpoint_failures; /* runsc's checkpoint failed (rebooted or failed) */
 	uint64_t idle_hibernations, retention_releases;
+	/* dashboard thumbnails (pt_thumb.c) */
+	uint64_t thumbs_fetched, thumbs_cached, thumbs_failed;
 };
 
 /* Adds one observation of seconds to h. */

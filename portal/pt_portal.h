@@ -94,6 +94,7 @@ struct pt_destroy {
 };
 
 struct mcp_server;
+struct pt_thumb;
 
 struct pt_portal {
 	struct pt_cfg cfg;
@@ -109,6 +110,7 @@ struct pt_portal {
 	struct pt_metrics metrics;
 	struct pt_hib *hib;       /* checkpoint operations and the idle policy (pt_hib.c) */
 	struct mcp_server *mcp;   /* /mcp: sandboxes as MCP tools (pt_mcp.c) */
+	struct pt_thumb *thumbs;  /* dashboard thumbnails (pt_thumb.c) */
 	char *mcp_hosts;          /* its allowed Host/Origin names */
 	long long stop_deadline;  /* SIGTERM: the loop ends by then */
 	bool stopping;

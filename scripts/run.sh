@@ -99,6 +99,8 @@ cloche is running: portal $AIO_URL, node $AIO_NODE_URL, proxy *.$AIO_DOMAIN; you
     with the header              Authorization: Bearer $(url .token)
   Any port of the sandbox:       $(url .urls.port)  (same token)
   More sandboxes:                build/bin/cloche acquire     (build/bin/cloche --help; the key is in $AIO_ENV)
+  Dashboard:                     $AIO_URL/   (log in with the key in $AIO_ENV)
+  Sandboxes for agents (MCP):    $AIO_URL/mcp   (the same key as Bearer)
   API:                           $AIO_URL/sbv1/openapi.json
   Logs:                          $AIO_LOG/portal.log, node.log, proxy.log
   Stop:                          make stop    (sandboxes end; make clean-data also drops the portal's database)

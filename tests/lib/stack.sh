@@ -5,6 +5,7 @@
 # with --s3, an S3 API server (s3rver) for L2) and cloche-proxy in front.
 #
 #   stack_up PREFIX [--s3]   starts them; sets PORTAL (URL), ADMIN (an admin key),
+#                            STACK_NODE_OPTS (array) adds options of the node agent,
 #                            STACK_WORK, and with --s3 the aws3/s3_keys helpers
 #   stack_key NAME           prints a new user key
 #   stack_portal_stop / stack_portal_start   SIGTERM the portal (its status) / start
@@ -21,6 +22,7 @@ STACK_S3RVER=tests/e2e/node_modules/.bin/s3rver
 AWS=${AWS:-/usr/bin/aws} # Debian's awscli (a pyenv shim may come first on PATH)
 STACK_DOMAIN=cloche.localhost
 stack_portal_pid= stack_px_pid= stack_s3_pid=
+STACK_NODE_OPTS=()
 
 aws3() { "$AWS" --endpoint-url "http://127.0.0.1:$STACK_S3_PORT" s3api "$@"; }
 # s3_keys PREFIX: the object keys under PREFIX, one a line.
@@ -65,7 +67,7 @@ stack_up() {
 	done
 	node_start --listen 127.0.0.1 --portal "$PORTAL" --node-name "$pre" --advertise-url "$NODE_BASE" \
 		--proxy-domain "$STACK_DOMAIN" --proxy-admin "http://127.0.0.1:$px_admin" --max-sandboxes 6 \
-		"${node_s3[@]}" || { echo "# cloche-node did not start: $STACK_WORK/node.log"; return 1; }
+		"${node_s3[@]}" "${STACK_NODE_OPTS[@]}" || { echo "# cloche-node did not start: $STACK_WORK/node.log"; return 1; }
 	export -f api body_of
 	export NODE_BASE NODE_CRED NODE_WORK PORTAL
 	ADMIN=$("$STACK_PORTAL_BIN" --db "$STACK_WORK/portal.db" key-create stack-admin admin) || return 1
@@ -118,10 +120,16 @@ stack_cleanup() {
 	local id
 	[[ -z $stack_portal_pid ]] || kill -9 "$stack_portal_pid" 2>/dev/null
 	[[ -z $stack_px_pid ]] || kill -9 "$stack_px_pid" 2>/dev/null
-	# What a failed run left on the node goes through the agent's own teardown.
+	# What a failed run left on the node goes through the agent's own
+	# teardown; one still starting (a warm member being made) answers 409
+	# until it is ready, so this goes on until the list is empty (60 s).
 	if [[ -n $node_pid ]] || node_start >/dev/null 2>&1; then
-		for id in $(body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[]?.id' 2>/dev/null); do
-			api DELETE "/v1/sandboxes/$id" >/dev/null
+		local i left
+		for ((i = 0; i < 60; i++)); do
+			left=$(body_of "$(api GET /v1/sandboxes)" | jq -r '.sandboxes[]?.id' 2>/dev/null)
+			[[ -n $left ]] || break
+			for id in $left; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+			sleep 1
 		done
 	fi
 	[[ -z $stack_s3_pid ]] || kill "$stack_s3_pid" 2>/dev/null

@@ -1,0 +1,19 @@
+/* Thumbnails of sandbox screens for the dashboard (pt_thumb.c). */
+#ifndef CLOCHE_PT_THUMB_H
+#define CLOCHE_PT_THUMB_H
+#include "common/http_server.h"
+#include "portal/pt_portal.h"
+
+struct pt_job;
+
+/* GET /sbv1/sandboxes/{id}/thumbnail: answers resp with a PNG width pixels
+ * wide (cached, or deferred until the node's picture arrives), or an error
+ * (409 not running, 503 its node is down). */
+void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
+		  const struct hsrv_req *req, struct hsrv_resp *resp);
+/* A PT_JOB_THUMBNAIL came back: answers everyone waiting for it. */
+void pt_thumb_job_done(struct pt_portal *p, struct pt_job *j);
+/* At exit. */
+void pt_thumb_free_all(struct pt_portal *p);
+
+#endif

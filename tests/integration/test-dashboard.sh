@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The dashboard (cloche-portal's `/`) in headless Chromium against a whole
+# installation on loopback (tests/lib/stack.sh; the node keeps a warm
+# desktop): tests/e2e/dashboard-test.mjs logs in, finds the sandbox of its
+# key and not another key's, checks that the thumbnail is a picture of the
+# sandbox's screen and follows it, presses every button, opens the details,
+# and as an admin the Nodes tab.  Also: the thumbnail endpoint's errors and
+# its cache (many askers, one picture from the sandbox).  The screenshots
+# go to docs/img/ (CLOCHE_DASHBOARD_SHOTS=DIR puts them elsewhere).
+# sanitize: yes
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. tests/lib/sandbox.sh
+. tests/lib/stack.sh
+
+trap stack_cleanup EXIT
+node_preflight
+STACK_NODE_OPTS=(--warm-pool desktop=1)
+check "a portal, a node agent (one warm desktop) and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-dash-$$"
+U1=$(stack_key viewer-1)
+U2=$(stack_key viewer-2)
+acq() { curl -s -m 200 -H "Authorization: Bearer $1" -d '{"ttl":1200,"wait":180}' "$PORTAL/sbv1/acquire"; }
+r=$(acq "$U1")
+A=$(jq -r .id <<<"$r") TA=$(jq -r .token <<<"$r") BURL=$(jq -r .urls.mcp.browser <<<"$r")
+B=$(acq "$U2" | jq -r .id)
+check "each user key has a ready sandbox" \
+	bash -c '[[ $(jq -r .state <<<"$1") == ready && $2 == sb-* ]]' _ "$r" "$B"
+
+# --- the thumbnail endpoint ------------------------------------------------------
+th() { curl -s -o "$STACK_WORK/th" -w '%{http_code} %{content_type}' -H "Authorization: Bearer $1" "$PORTAL/sbv1/sandboxes/$2/thumbnail${3:-}"; }
+export -f th
+export STACK_WORK
+check "GET .../thumbnail: a PNG 320 pixels wide" \
+	bash -c '[[ $(th "$1" "$2") == "200 image/png" ]] && file "$3/th" | grep -q "PNG image data, 320 x 200"' _ "$U1" "$A" "$STACK_WORK"
+check "... ?width=640: 640 pixels" \
+	bash -c '[[ $(th "$1" "$2" "?width=640") == "200 image/png" ]] && file "$3/th" | grep -q "640 x 400"' _ "$U1" "$A" "$STACK_WORK"
+check "... a width out of range: 400 naming it" \
+	bash -c '[[ $(th "$1" "$2" "?width=5000") == 400* ]] && jq -e ".error.field == \"width\"" "$3/th" >/dev/null' _ "$U1" "$A" "$STACK_WORK"
+check "... another key's sandbox: 404" bash -c '[[ $(th "$1" "$2") == 404* ]]' _ "$U1" "$B"
+check "... no key: 401" bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" "$1/sbv1/sandboxes/$2/thumbnail") == 401 ]]' _ "$PORTAL" "$A"
+tcount() { curl -s "$PORTAL/metrics" | sed -n "s/^cloche_portal_thumbnails_total{result=\"$1\"} //p"; }
+f0=$(tcount fetched) c0=$(tcount cached)
+sleep 2.1 # past the cache's 2 s
+pids=()
+for i in $(seq 20); do th "$U1" "$A" >/dev/null & pids+=($!); done
+wait "${pids[@]}"
+f1=$(tcount fetched) c1=$(tcount cached)
+check "20 dashboards asking at once cost the sandbox one picture ($((f1 - f0)) fetched, $((c1 - c0)) shared)" \
+	test "$((f1 - f0))" = 1 -a "$((c1 - c0))" = 19
+
+# --- the page -------------------------------------------------------------------------
+shots=${CLOCHE_DASHBOARD_SHOTS:-docs/img}
+mkdir -p "$shots"
+node tests/e2e/dashboard-test.mjs --portal "$PORTAL" --key "$U1" --sandbox "$A" --token "$TA" \
+	--browser-url "$BURL" --other "$B" --admin "$ADMIN" --shots "$shots" 2>&1
+check "the screenshots are written (laptop, detail, phone, nodes)" \
+	bash -c 'for f in laptop detail phone nodes; do [[ -s $1/dashboard-$f.png ]] || exit 1; done' _ "$shots"
+
+for id in "$A" "$B"; do curl -s -X POST -H "Authorization: Bearer $ADMIN" "$PORTAL/sbv1/sandboxes/$id/release" >/dev/null; done
+check "every leased sandbox is released (the warm member stays)" \
+	bash -c 'for ((i = 0; i < 300; i++)); do [[ $(body_of "$(api GET /v1/sandboxes)" | jq "[.sandboxes[] | select(.pooled | not)] | length") == 0 ]] && exit 0; sleep 0.1; done; exit 1'
+stack_down
+tap_exit
