@@ -2,6 +2,7 @@
 #include "common/query.h"
 #include "common/util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int query_get(const char *q, const char *key, char *out, size_t len)
@@ -49,4 +50,20 @@ bad:
 	if (len)
 		out[0] = '\0';
 	return QUERY_BAD;
+}
+
+void query_escape(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 4 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~", c))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+	}
+	out[o] = '\0';
 }

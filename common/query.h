@@ -11,4 +11,10 @@
  * then).  A key without '=' has the value "". */
 int query_get(const char *q, const char *key, char *out, size_t len);
 
+/* Writes s into out (len bytes) with every byte but RFC 3986's unreserved
+ * characters (A-Z a-z 0-9 - . _ ~) as %XX, for a query value or a path
+ * segment.  Stops early rather than overflow: out needs 3 * strlen(s) + 4
+ * bytes for the whole of s. */
+void query_escape(const char *s, char *out, size_t len);
+
 #endif

@@ -13,6 +13,7 @@
 #include "common/http_client.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "common/util.h"
 #include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
@@ -148,23 +149,6 @@ static void node_call(struct pt_job *j, const char *method, const char *url, lon
 	http_resp_free(&resp);
 }
 
-/* Percent-encodes everything but RFC 3986's unreserved characters. */
-static void url_escape(const char *s, char *out, size_t len)
-{
-	size_t o = 0;
-
-	for (; *s && o + 4 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    strchr("-._~", c))
-			out[o++] = (char)c;
-		else
-			o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
-	}
-	out[o] = '\0';
-}
-
 static void *job_thread(void *arg)
 {
 	struct pt_job *j = arg;
@@ -205,9 +189,9 @@ static void *job_thread(void *arg)
 		node_call(j, "GET", url, THUMB_TIMEOUT_MS);
 		break;
 	case PT_JOB_CKPT_DELETE: {
-		char q[3 * sizeof(j->prefix)];
+		char q[3 * sizeof(j->prefix) + 4];
 
-		url_escape(j->prefix, q, sizeof(q));
+		query_escape(j->prefix, q, sizeof(q));
 		snprintf(url, sizeof(url), "%s/v1/checkpoints/%s?prefix=%s", j->url, j->sid, q);
 		node_call(j, "DELETE", url, DESTROY_TIMEOUT_MS);
 		break;

@@ -18,6 +18,7 @@
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "common/util.h"
 #include "mcp/lib/mcp.h"
 
@@ -199,25 +200,6 @@ static int t_acquire(struct mcp_call *call, const json_t *args, struct mcp_resul
 	return answer(st, v, &ce, "acquire_sandbox", res, e, text_sandbox);
 }
 
-/* A query value: every byte but A-Z a-z 0-9 - . _ ~ as %XX (out holds
- * 3 * strlen(in) + 1). */
-static void pct_encode(const char *in, char *out)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
-		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		    strchr("-._~", *c)) {
-			*out++ = (char)*c;
-		} else {
-			*out++ = '%';
-			*out++ = hex[*c >> 4];
-			*out++ = hex[*c & 15];
-		}
-	}
-	*out = 0;
-}
-
 static int t_list(struct mcp_call *call, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	struct err ce = ERR_INIT;
@@ -233,11 +215,11 @@ static int t_list(struct mcp_call *call, const json_t *args, struct mcp_result *
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&state=%s", state);
 	}
 	if (label) {
-		char q[3 * 320 + 1];
+		char q[3 * 320 + 4];
 
 		if (strlen(label) > 320)
 			return err_set(e, 0, "`label` must be `key=value`, at most 320 bytes");
-		pct_encode(label, q);
+		query_escape(label, q, sizeof(q));
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&label=%s", q);
 	}
 	st = api(call, "GET", path, NULL, &v, &ce);

@@ -35,12 +35,33 @@ START_TEST(table)
 }
 END_TEST
 
+/* query_escape: unreserved bytes as they are, the rest as upper-case %XX;
+ * never past the buffer, and a bound that fits exactly keeps everything. */
+START_TEST(escape)
+{
+	char out[64], small[8];
+
+	query_escape("ke y=va/l~-._", out, sizeof(out));
+	ck_assert_str_eq(out, "ke%20y%3Dva%2Fl~-._");
+	query_escape("\xff", out, sizeof(out));
+	ck_assert_str_eq(out, "%FF");
+	query_escape("a=b", small, sizeof(small)); /* no room for the last byte */
+	ck_assert_str_eq(small, "a%3D");
+	{
+		char fit[3 * 2 + 4];
+		query_escape("==", fit, sizeof(fit));
+		ck_assert_str_eq(fit, "%3D%3D");
+	}
+}
+END_TEST
+
 Suite *suite_query(void)
 {
 	Suite *s = suite_create("query");
 	TCase *tc = tcase_create("get");
 
 	tcase_add_loop_test(tc, table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_test(tc, escape);
 	suite_add_tcase(s, tc);
 	return s;
 }
