@@ -26,13 +26,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* gVisor's netstack keeps a TIME_WAIT for 60 s; a second more for the
- * timer's granularity. */
-#define NA_TIME_WAIT_MS 61000
 /* How long connections the proxy and the egress engine just cut may take
  * to leave the sandbox's table, and how long the proxy holds new ones. */
 #define NA_CENSUS_WAIT_MS 3000
-#define NA_DRAIN_HOLD_MS (NA_TIME_WAIT_MS + 60000)
+#define NA_DRAIN_HOLD_MS 120000
 #define NA_RESTORE_TIMEOUT_MS 60000
 #define NA_REBOOT_TIMEOUT_MS 180000
 
@@ -163,18 +160,15 @@ void na_node_ckpt_cancel(struct na_node *n, const char *id)
 
 /* ---- the proxy ---- */
 
-/* POSTs /v1/sandboxes/<id>/<action> to this node's proxy.  *fin_ago gets
- * upstream_fin_ms_ago (-1 when none).  0 or -1 (logged by the caller). */
-static int proxy_call(struct na_node *n, const char *id, const char *action, long long *fin_ago,
-		      struct err *e)
+/* POSTs /v1/sandboxes/<id>/<action> to this node's proxy.  0 or -1
+ * (logged by the caller). */
+static int proxy_call(struct na_node *n, const char *id, const char *action, struct err *e)
 {
 	char url[512], auth[300];
 	const char *hdrs[] = {auth, NULL};
 	struct http_json_opts o = {.timeout_ms = 3000, .headers = hdrs};
 	AUTOJSON json_t *out = NULL;
 
-	if (fin_ago)
-		*fin_ago = -1;
 	if (!n->proxy_admin[0])
 		return 0;
 	snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/%s?hold_ms=%d", n->proxy_admin, id, action,
@@ -182,18 +176,12 @@ static int proxy_call(struct na_node *n, const char *id, const char *action, lon
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", n->cred);
 	if (http_json("POST", url, NULL, &out, &o, e) < 0)
 		return -1;
-	if (fin_ago && out) {
-		json_t *v = json_object_get(out, "upstream_fin_ms_ago");
-		if (json_is_integer(v))
-			*fin_ago = json_integer_value(v);
-	}
 	return 0;
 }
 
 /* ---- the gate ---- */
 
 struct gate {
-	long long wait_ms;   /* spent waiting out a TIME_WAIT inside */
 	long long census_ms; /* spent until no connection was open */
 	bool proxy_drained;
 };
@@ -206,7 +194,7 @@ static void ungate(struct na_node *n, const struct na_sb *c)
 	if (c->egress.n && na_apply_egress(n, c->id, &c->egress, &e) == -1)
 		log_error("cannot reopen the egress proxy", "{s:s, s:s}", "id", c->id, "error", e.msg);
 	err_clear(&e);
-	if (proxy_call(n, c->id, "resume", NULL, &e) == -1)
+	if (proxy_call(n, c->id, "resume", &e) == -1)
 		log_warn("proxy resume failed", "{s:s, s:s}", "id", c->id, "error", e.msg);
 }
 
@@ -238,7 +226,6 @@ static int census(const char *id, char *first, size_t len)
 static int gate(struct na_node *n, const struct na_sb *c, struct gate *g, struct err *e)
 {
 	struct err pe = ERR_INIT;
-	long long fin_ago = -1;
 	uint64_t t0, deadline;
 	char first[200];
 	int open;
@@ -263,7 +250,7 @@ static int gate(struct na_node *n, const struct na_sb *c, struct gate *g, struct
 		}
 	}
 	/* 1. No new connections through the proxy; its own are reset. */
-	if (proxy_call(n, c->id, "drain", &fin_ago, &pe) == -1)
+	if (proxy_call(n, c->id, "drain", &pe) == -1)
 		log_warn("proxy drain failed; going on (a connection it holds will refuse the "
 			 "checkpoint below)",
 			 "{s:s, s:s}", "id", c->id, "error", pe.msg);
@@ -272,17 +259,9 @@ static int gate(struct na_node *n, const struct na_sb *c, struct gate *g, struct
 	/* 2. The egress proxy's connections out of the sandbox, reset. */
 	if (n->egress)
 		na_egress_detach(n->egress, c->id);
-	/* 3. A server inside that closed first holds a TIME_WAIT that no
-	 * table inside shows: the proxy saw the FIN and says when. */
-	t0 = util_now_ms();
-	if (fin_ago >= 0 && fin_ago < NA_TIME_WAIT_MS) {
-		log_info("waiting out a TIME_WAIT in the sandbox", "{s:s, s:I}", "id", c->id,
-			 "ms", (json_int_t)(NA_TIME_WAIT_MS - fin_ago));
-		while ((long long)(util_now_ms() - t0) < NA_TIME_WAIT_MS - fin_ago)
-			usleep(100 * 1000);
-	}
-	g->wait_ms = (long long)(util_now_ms() - t0);
-	/* 4. The census inside: nothing open through the interface. */
+	/* 3. No TIME_WAIT to wait out: it needs a FIN from outside, and the
+	 * proxy, the egress engine and our probes only ever reset.
+	 * 4. The census inside: nothing open through the interface. */
 	t0 = util_now_ms();
 	deadline = t0 + NA_CENSUS_WAIT_MS;
 	for (;;) {
@@ -515,10 +494,10 @@ static int checkpoint_gen(struct na_node *n, struct na_sb *c, int gen, const str
 	if (na_btrfs_delete(p, &e2) == -1)
 		log_warn("cannot remove the rescue snapshot", "{s:s, s:s}", "id", c->id, "error",
 			 e2.msg);
-	*figures = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I}", "generation", gen, "state_bytes",
+	*figures = json_pack("{s:i, s:I, s:I, s:I, s:I}", "generation", gen, "state_bytes",
 			     (json_int_t)state_bytes, "checkpoint_ms", (json_int_t)t_ckpt,
-			     "drain_wait_ms", (json_int_t)g->wait_ms, "census_ms",
-			     (json_int_t)g->census_ms, "total_ms", (json_int_t)(util_now_ms() - t0));
+			     "census_ms", (json_int_t)g->census_ms, "total_ms",
+			     (json_int_t)(util_now_ms() - t0));
 	manifest = json_pack("{s:i, s:s, s:i, s:s, s:{s:I, s:f, s:I}, s:o, s:s, s:o, s:O}",
 			     "version", 1, "id", c->id, "generation", gen, "template", c->template,
 			     "limits", "memory_mb", (json_int_t)c->lim.memory_mb, "cpus", c->lim.cpus,
@@ -664,7 +643,7 @@ json_t *na_node_hibernate_run(struct na_node *n, const char *id, struct err *e)
 		log_warn("clean-up after a checkpoint failed", "{s:s, s:s}", "id", id, "error",
 			 e2.msg);
 	/* New requests now find it hibernated and wake it. */
-	if (proxy_call(n, id, "resume", NULL, &e2) == -1)
+	if (proxy_call(n, id, "resume", &e2) == -1)
 		log_warn("proxy resume failed", "{s:s, s:s}", "id", id, "error", e2.msg);
 	log_info("sandbox hibernated", "{s:s, s:O}", "id", id, "checkpoint", figures);
 	return na_node_get_json(n, id);
@@ -938,7 +917,7 @@ bool na_ckpt_adopt(struct na_node *n, const char *id, const json_t *meta)
 			 "the node agent stopped during a checkpoint; rebooted from its rootfs: files "
 			 "kept, processes restarted");
 		/* The proxy may still hold it drained. */
-		if (proxy_call(n, id, "resume", NULL, &e) == -1)
+		if (proxy_call(n, id, "resume", &e) == -1)
 			log_warn("proxy resume failed", "{s:s, s:s}", "id", id, "error", e.msg);
 		err_clear(&e);
 		if (na_write_meta(n, s, &e) == -1)

@@ -285,6 +285,25 @@ static void opw_answer(struct pt_portal *p, const struct op *o, struct opw *w, i
 	hsrv_defer_reply(w->d, &resp);
 }
 
+/* Answers now the waiters of o that want `want` (before a wake that
+ * follows changes what the sandbox looks like: the answer to a hibernate
+ * shows it hibernated, not already waking again). */
+static void answer_now(struct pt_portal *p, struct op *o, enum want want, int status,
+		       const char *msg)
+{
+	for (struct opw **pw = &o->waiters; *pw;) {
+		struct opw *w = *pw;
+
+		if (w->want != want || w->gone) {
+			pw = &w->next;
+			continue;
+		}
+		*pw = w->next;
+		opw_answer(p, o, w, status, msg);
+		free(w);
+	}
+}
+
 /* Ends o: answers the waiters that want `want` with status (msg for an
  * error), hands the others to `next` (the wake that follows) or answers
  * them with their own outcome, and frees o. */
@@ -614,6 +633,7 @@ static void hibernate_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 		if (o->wake_after && sb.state == PT_HIBERNATED) {
 			struct err e = ERR_INIT;
 
+			answer_now(p, o, WANT_ASLEEP, 200, NULL);
 			next = start_wake(p, &sb, &e);
 			if (!next)
 				log_warn("wake after hibernate not started", "{s:s, s:s}", "id", sb.id,
@@ -809,6 +829,7 @@ static void offload_done(struct pt_portal *p, struct pt_job *j, struct op *o)
 	if (o->wake_after && (sb.state == PT_OFFLOADED || sb.state == PT_HIBERNATED)) {
 		struct err e = ERR_INIT;
 
+		answer_now(p, o, WANT_ASLEEP, status, msg);
 		next = start_wake(p, &sb, &e);
 		if (!next)
 			log_warn("wake after offload not started", "{s:s, s:s}", "id", sb.id, "error",

@@ -9,8 +9,7 @@
  *
  * Everything but /healthz and /metrics wants the node credential as a
  * bearer token.  The node agent drains a sandbox before it checkpoints it:
- * the answer says when the sandbox's own server last closed a connection
- * first (upstream_fin_ms_ago), which is when a TIME_WAIT inside it began. */
+ * the answer is the sandbox's entry (its counters) as it was. */
 #include "proxy/px_conn.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_head.h"
@@ -56,16 +55,14 @@ static json_t *rt_json(struct px_rt *rt, uint64_t now)
 {
 	static const char *const kinds[] = {"pending", "local", "tcp", "remote", "waiting", "gone",
 					    "failed"};
-	uint64_t seen = atomic_load(&rt->last_seen_ms), fin = atomic_load(&rt->upstream_fin_ms),
-		 drain = atomic_load(&rt->drain_until_ms);
+	uint64_t seen = atomic_load(&rt->last_seen_ms), drain = atomic_load(&rt->drain_until_ms);
 
-	return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:o, s:o, s:I}", "id", rt->id, "route",
+	return json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:o, s:I}", "id", rt->id, "route",
 			 kinds[rt->kind], "connections", atomic_load(&rt->conns), "requests",
 			 (json_int_t)atomic_load(&rt->requests), "bytes_in",
 			 (json_int_t)atomic_load(&rt->bytes_in), "bytes_out",
 			 (json_int_t)atomic_load(&rt->bytes_out), "idle_ms",
 			 seen ? json_integer((json_int_t)(now - seen)) : json_null(),
-			 "upstream_fin_ms_ago", fin ? json_integer((json_int_t)(now - fin)) : json_null(),
 			 "draining_ms", (json_int_t)(drain > now ? drain - now : 0));
 }
 
@@ -73,8 +70,7 @@ struct drain_ctx {
 	const char *id;
 	bool drain;
 	uint64_t now, until;
-	json_t *answer; /* the counters of the match whose server closed first last */
-	uint64_t fin;   /* that match's upstream_fin_ms */
+	json_t *answer; /* the first match's counters */
 };
 
 static void drain_apply(struct px_rt *rt, const struct drain_ctx *d)
@@ -93,11 +89,8 @@ static void drain_one(struct px_rt *rt, void *ud)
 	if (strcmp(rt->id, d->id) != 0 && !(rt->kind == PX_RT_LOCAL && strcmp(rt->sid, d->id) == 0))
 		return;
 	drain_apply(rt, d);
-	if (!d->answer || atomic_load(&rt->upstream_fin_ms) > d->fin) {
-		json_decref(d->answer);
+	if (!d->answer)
 		d->answer = rt_json(rt, d->now);
-		d->fin = atomic_load(&rt->upstream_fin_ms);
-	}
 }
 
 struct list_ctx {
@@ -244,7 +237,7 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 	}
 	if ((strcmp(action, "drain") == 0 || strcmp(action, "resume") == 0) && post) {
 		long long hold = query_int(h->target, "hold_ms", 30000);
-		struct drain_ctx d = {id, action[0] == 'd', now, 0, NULL, 0};
+		struct drain_ctx d = {id, action[0] == 'd', now, 0, NULL};
 
 		if (hold < 0 || hold > 24LL * 3600 * 1000)
 			hold = 30000;

@@ -714,6 +714,16 @@ static enum step on_request(struct px_conn *c)
 
 /* ---- ROUTE and CONNECT: a connection into the sandbox ---- */
 
+/* An upstream never gets a FIN from us, only a reset, whoever ends the
+ * connection and even when we die: a TIME_WAIT comes only from the other
+ * side's FIN, and inside a sandbox one refuses a checkpoint for a minute. */
+static void no_fin(int fd)
+{
+	struct linger l = {1, 0};
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+}
+
 static int up_new(struct px_conn *c, const struct px_rt_view *v, struct err *e)
 {
 	struct px_worker *w = c->w;
@@ -764,6 +774,7 @@ static int up_new(struct px_conn *c, const struct px_rt_view *v, struct err *e)
 			int one = 1;
 
 			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			no_fin(fd);
 		}
 		if (fd == -1 ||
 		    (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 && errno != EINPROGRESS)) {
@@ -913,6 +924,7 @@ static int node_answer(struct px_conn *c, enum step *out)
 		close(up->cfd); /* leaves the epoll set with it */
 		up->cfd = -1;
 		set_nonblock(sock);
+		no_fin(sock);
 		up->fd = sock;
 		if (px_worker_watch(c->w, sock, &up->ev) == -1) {
 			*out = answer(c, 502, "upstream_unreachable", "epoll", NULL);
@@ -1012,12 +1024,6 @@ static enum step step_connect(struct px_conn *c)
 
 /* ---- PROXY: one exchange ---- */
 
-static void up_fin(struct px_conn *c)
-{
-	if (c->rt)
-		atomic_store(&c->rt->upstream_fin_ms, c->w->now ? c->w->now : util_now_ms());
-}
-
 /* The upstream broke before any of its answer arrived: a request without a
  * body on a kept connection goes again on a fresh one. */
 static enum step retry_or_fail(struct px_conn *c, const char *what)
@@ -1054,11 +1060,6 @@ static enum step finish(struct px_conn *c)
 		     atomic_load(&c->rt->drain_until_ms) <= w->now;
 
 	if (c->up) {
-		/* A server that ends its answer by closing, or says it will,
-		 * closes first whatever the race with our close: its side holds a
-		 * TIME_WAIT, which a checkpoint must wait out. */
-		if (!c->resp_keep || c->u2c.eof || c->u2c.frame == PX_BODY_CLOSE)
-			up_fin(c);
 		if (reuse)
 			px_idle_put(w, c->up);
 		else
@@ -1230,7 +1231,6 @@ static enum step step_proxy(struct px_conn *c)
 				}
 			} else if (r == 0 || r == -2) {
 				c->u2c.eof = true;
-				up_fin(c);
 				if (!c->resp_head)
 					return retry_or_fail(c, r ? "reset the connection"
 								  : "closed without answering");
@@ -1293,12 +1293,18 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, struct end src, st
 				break;
 		}
 		if (d->eof) {
-			if (!d->shut) {
+			if (!d->shut && from_up) {
 				if (dst.ssl)
 					px_tls_shutdown(dst.ssl);
 				shutdown(dst.fd, SHUT_WR);
-				d->shut = true;
+			} else if (!d->shut) {
+				/* The client is done: the upstream gets no FIN (see
+				 * no_fin) but the reset that ends the tunnel once what
+				 * the client sent is out (a WebSocket has its own
+				 * closing handshake; a half-closed one has no use). */
+				c->u2c.eof = true;
 			}
+			d->shut = true;
 			break;
 		}
 		if (!*src.rd)
@@ -1311,10 +1317,6 @@ static enum step tunnel_dir(struct px_conn *c, struct dir *d, struct end src, st
 		}
 		if (r == 0 || r == -2) {
 			d->eof = true;
-			/* The sandbox's end holds a TIME_WAIT only when its FIN came
-			 * first: after ours (the client left) it does not. */
-			if (from_up && !c->c2u.shut)
-				up_fin(c);
 			continue;
 		}
 		break;
@@ -1474,8 +1476,6 @@ void px_up_event(struct px_worker *w, struct px_up *up, uint32_t ev)
 			*pp = up->next;
 			w->nidle--;
 		}
-		if (up->rt)
-			atomic_store(&up->rt->upstream_fin_ms, w->now);
 		px_up_close(w, up, false);
 	}
 }

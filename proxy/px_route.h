@@ -53,7 +53,6 @@ struct px_rt {
 	atomic_int held;                 /* requests held on it (WAIT) now */
 	atomic_uint_fast64_t requests, bytes_in, bytes_out;
 	atomic_uint_fast64_t last_seen_ms;
-	atomic_uint_fast64_t upstream_fin_ms;  /* last time its server closed first */
 	atomic_uint_fast64_t drain_until_ms;   /* new connections refused until then */
 	atomic_uint drain_gen;                 /* bumped by each drain */
 	/* Reported-so-far values, touched by the resolver only: */

@@ -231,6 +231,17 @@ check "... the parent's token does not open a child (403)" \
 check "... the parent keeps running, and its events record the fork" \
 	bash -c '[[ $(px_get "$1" "$2" 8080 /health "$3") == 200 ]] && pcall "$4" GET "/sbv1/sandboxes/$2/events" | grep -q "forked into 2"' _ "$hn" "$sid2" "$stok2" "$ADMIN"
 for x in "$k1" "$k2"; do pcall "$U1" POST "/sbv1/sandboxes/$x/release" >/dev/null; done
+# A wake asked for while it hibernates (a noVNC tab reconnecting at once)
+# follows the hibernate; each caller gets its own call's outcome.
+pcall "$U1" POST "/sbv1/sandboxes/$sid2/hibernate" >"$work/hib-during" &
+hib_pid=$!
+wait_for 20 bash -c '[[ $(sbstate "$1") == hibernating ]]' _ "$sid2"
+r=$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/wake")
+wait "$hib_pid"
+check "a wake during a hibernate: the hibernate answers 200 hibernated" \
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" .state) == hibernated ]]' _ "$(cat "$work/hib-during")"
+check "... and the wake 200 ready, after it" \
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" .state) == ready ]]' _ "$r"
 # A persist lease that runs out hibernates; an idle sandbox hibernates by itself.
 pid_p=$(js "$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":3,"persist":true}')" .id)
 pid_i=$(js "$(pcall "$U1" POST /sbv1/acquire '{"resources":{"memory_mb":640},"ttl":600,"idle_timeout":3}')" .id)

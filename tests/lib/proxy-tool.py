@@ -89,6 +89,9 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         q = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
             return self.websocket()
+        if path == "/ws-ends":
+            with ENDS_LOCK:
+                return self.reply(200, json.dumps(ENDS).encode())
         n, sha = self.body()
         if path == "/echo":
             out = {"method": self.command, "target": self.path,
@@ -148,10 +151,27 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
         while True:
             f = ws_read(self.rfile)
-            if f is None or f[0] == 8:
+            if f is None:
                 return
+            if f[0] == 8:
+                break
             ws_send(self.wfile, f[1], f[0], mask=False)
             self.wfile.flush()
+        # The closing handshake: answer it, then see how the proxy ends the
+        # connection (a FIN here would leave this end a TIME_WAIT).
+        try:
+            ws_send(self.wfile, f[1], 8, mask=False)
+            self.wfile.flush()
+            end = "fin" if self.rfile.read(1) == b"" else "data"
+        except OSError:
+            end = "reset"
+        with ENDS_LOCK:
+            ENDS[end] = ENDS.get(end, 0) + 1
+
+
+# How WebSockets closed by their client ended at this end: {"reset": n, "fin": n}.
+ENDS = {}
+ENDS_LOCK = threading.Lock()
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -237,6 +257,15 @@ class WsClient:
 
     def close(self):
         self.s.close()
+
+    def close_handshake(self):
+        """A close frame, the server's answer, then our FIN."""
+        w = self.s.makefile("wb")
+        ws_send(w, b"\x03\xe8", 8)
+        w.flush()
+        f = ws_read(self.r)
+        self.s.shutdown(socket.SHUT_WR)
+        return f is not None and f[0] == 8
 
 
 # ---- clients ------------------------------------------------------------------
@@ -380,6 +409,11 @@ def main():
     elif cmd == "ws":
         ws(int(args[0]), args[1], args[2], int(args[3]),
            float(args[4]) if len(args) > 4 else 0, float(args[5]) if len(args) > 5 else 3)
+    elif cmd == "ws-close":
+        c = WsClient(int(args[0]), args[1], args[2])
+        ok = c.echo(b"before the close") and c.close_handshake()
+        c.close()
+        print(json.dumps({"ok": ok}))
     elif cmd == "ws-many":
         ws_many(int(args[0]), args[1], args[2], int(args[3]), int(args[4]))
     elif cmd == "slowloris":
