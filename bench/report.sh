@@ -56,7 +56,7 @@ WHAT[wake_l1_s]="wake from the node's disk (L1) to the first MCP answer"
 WHAT[wake_l2_s]="wake from S3 (L2, template present) to the first MCP answer"
 WHAT[checkpoint_s]="hibernate request (drain, census, checkpoint, snapshot)"
 WHAT[checkpoint_state_mb]="checkpoint state image in S3 (zstd)"
-WHAT[checkpoint_rootfs_delta_mb]="rootfs delta in S3 (btrfs send -p, zstd)"
+WHAT[checkpoint_rootfs_delta_mb]="rootfs delta in S3 (btrfs send -p, zstd; the bench writes two small files: under 1 KiB)"
 WHAT[fork4_s]="fork into 4, to four ready children"
 WHAT[proxy_vs_nginx_rps_ratio]="cloche-proxy requests/s over nginx's, same upstream"
 WHAT[proxy_p99_ms]="cloche-proxy p99 latency (small responses, 64 connections)"
@@ -108,7 +108,8 @@ samples() { # FILE FILTER -> one number a line
 	[[ -s $R/$1.json ]] && jq -r "($2 // [])[]" "$R/$1.json" 2>/dev/null || true
 }
 plot_cdf() { # PNG TITLE XLABEL LOGX then pairs of "datafile label"
-	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep=""
+	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep="" key="bottom right"
+	[[ $logx == 1 ]] && key="top left"
 	shift 4
 	while (($#)); do
 		[[ -s $1 ]] && { cmd+="$sep'$1' using 1:2 with steps lw 2 title '$2'"; sep=", "; }
@@ -123,7 +124,7 @@ plot_cdf() { # PNG TITLE XLABEL LOGX then pairs of "datafile label"
 		set ylabel 'percent of calls at or below'
 		set yrange [0:100]
 		set grid
-		set key bottom right
+		set key $key
 		$([[ $logx == 1 ]] && echo "set logscale x")
 		plot $cmd
 	EOF
@@ -148,10 +149,11 @@ plot_cdf bench/charts/wake.png "hibernation: every round (ms)" "ms" 0 \
 	echo
 	echo "Written by \`make bench\` (bench/report.sh) on $when$([[ ${BENCH_QUICK:-0} == 1 ]] && echo ", in quick mode (fewer rounds: rough figures)")."
 	echo "Every figure is measured on this machine by the benchmark named beside it; the raw"
-	echo "figures are in \`bench/results/*.json\` and what each means is in docs/benchmarks.md."
+	echo "figures of a run are in \`bench/results/*.json\` (not kept in git) and docs/benchmarks.md says what each means."
 	echo
 	echo "Machine: $(jq -r '"\(.cpu), \(.cores) cores, \(.memory_gib) GiB, \(.os), kernel \(.kernel), \(.runsc)"' <<<"$machine")."
-	[[ -n ${BENCH_TOTAL_S:-} ]] && echo "All benchmarks took $((BENCH_TOTAL_S / 60)) min $((BENCH_TOTAL_S % 60)) s, one after the other on an otherwise idle machine."
+	[[ -n ${BENCH_TOTAL_S:-} ]] && echo "All benchmarks took $((BENCH_TOTAL_S / 60)) min $((BENCH_TOTAL_S % 60)) s, one after the other (figures swing with the machine's load: run it on an otherwise idle machine)."
+	[[ -z ${BENCH_NOTE:-} ]] || echo "$BENCH_NOTE"
 	echo
 	echo "| key | figure | value | target | from |"
 	echo "|---|---|---|---|---|"

@@ -281,6 +281,9 @@ static int t_fork(struct mcp_call *call, const json_t *args, struct mcp_result *
 }
 
 #define ID_SCHEMA "\"id\":{\"type\":\"string\",\"description\":\"the sandbox's id (sb-...)\"}"
+/* The arguments of the tools that take a sandbox and nothing else. */
+#define ID_ONLY "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"]," \
+		"\"additionalProperties\":false}"
 #define SANDBOX_OUT "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"}},\"required\":[\"id\",\"state\"]}"
 
 static const struct mcp_tool tools[] = {
@@ -321,8 +324,7 @@ static const struct mcp_tool tools[] = {
 	{.name = "release_sandbox",
 	 .title = "Release a sandbox",
 	 .description = "Ends a sandbox for good: its processes and files are gone.",
-	 .input_schema = "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],"
-			 "\"additionalProperties\":false}",
+	 .input_schema = ID_ONLY,
 	 .output_schema = SANDBOX_OUT,
 	 .destructive = true,
 	 .fn = t_action,
@@ -330,8 +332,7 @@ static const struct mcp_tool tools[] = {
 	{.name = "keepalive_sandbox",
 	 .title = "Extend a sandbox's lease",
 	 .description = "Renews the lease: it now ends ttl seconds from now.",
-	 .input_schema = "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],"
-			 "\"additionalProperties\":false}",
+	 .input_schema = ID_ONLY,
 	 .output_schema = SANDBOX_OUT,
 	 .fn = t_action,
 	 .ud = "keepalive"},
@@ -340,16 +341,14 @@ static const struct mcp_tool tools[] = {
 	 .description = "Saves the whole sandbox (processes, browser tabs, files) and stops it; "
 			"it costs no memory while hibernated. Any request to its URLs, or "
 			"wake_sandbox, brings it back as it was.",
-	 .input_schema = "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],"
-			 "\"additionalProperties\":false}",
+	 .input_schema = ID_ONLY,
 	 .output_schema = SANDBOX_OUT,
 	 .fn = t_action,
 	 .ud = "hibernate"},
 	{.name = "wake_sandbox",
 	 .title = "Wake a sandbox",
 	 .description = "Brings a hibernated sandbox back as it was and renews its lease.",
-	 .input_schema = "{\"type\":\"object\",\"properties\":{" ID_SCHEMA "},\"required\":[\"id\"],"
-			 "\"additionalProperties\":false}",
+	 .input_schema = ID_ONLY,
 	 .output_schema = SANDBOX_OUT,
 	 .fn = t_action,
 	 .ud = "wake"},

@@ -31,7 +31,8 @@ if [[ ${CLOCHE_BENCH_QUICK:-0} == 1 ]]; then
 	export BENCH_MCP_DESKTOP_CALLS=${BENCH_MCP_DESKTOP_CALLS:-30}
 else
 	# The capacity fill: desktops one at a time until memory (2 GiB kept
-	# free) or this many; it gives max_ready_sandboxes.
+	# free) or this many; it gives max_ready_sandboxes.  64 take about 12 of
+	# the run's 24 minutes on a 2-core machine.
 	export NODE_BENCH_FILL=${NODE_BENCH_FILL:-64}
 fi
 
