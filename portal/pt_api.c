@@ -486,11 +486,13 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 		else
 			pt_resp_err(resp, &e);
 	} else if (strcmp(action, "thumbnail") == 0) {
-		char w[8] = "320";
+		char w[8];
 		int n = query_get(req->query, "width", w, sizeof(w));
 
-		if (n == QUERY_BAD || (n != QUERY_ABSENT && (!*w || strspn(w, "0123456789") != strlen(w))) ||
-		    atoi(w) < 16 || atoi(w) > 1280)
+		if (n == QUERY_ABSENT)
+			snprintf(w, sizeof(w), "320");
+		if (n == QUERY_BAD || !*w || strspn(w, "0123456789") != strlen(w) || atoi(w) < 16 ||
+		    atoi(w) > 1280)
 			bad_field(resp, "width", "`width` must be a number of pixels from 16 to 1280");
 		else
 			pt_thumb_get(p, &sb, atoi(w), req, resp);

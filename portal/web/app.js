@@ -260,7 +260,7 @@ async function detailThumb() {
   const c = state.cards.get(state.detail);
   const img = $('#d-thumb');
   if (!c || c.sb.state !== 'ready') { img.removeAttribute('src'); return; }
-  const blob = await thumbBlob(state.detail, 1280).catch(() => null);
+  const blob = await thumbBlob(state.detail, 800).catch(() => null);
   if (!blob) return;
   if (detailUrl) URL.revokeObjectURL(detailUrl);
   detailUrl = URL.createObjectURL(blob);

@@ -68,6 +68,8 @@ await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes?state=bogus');
 await call('GET', '/sbv1/sandboxes/{id}', `/sbv1/sandboxes/${id}`);
 await call('GET', '/sbv1/sandboxes/{id}', '/sbv1/sandboxes/sb-0000000000000000');
 await call('GET', '/sbv1/sandboxes/{id}/events', `/sbv1/sandboxes/${id}/events`);
+await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail?width=64`);
+await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail?width=9999`);
 await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 60 } });
 await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 0 } });
 for (const act of ['hibernate', 'wake', 'fork'])
