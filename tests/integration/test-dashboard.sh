@@ -48,6 +48,11 @@ wait "${pids[@]}"
 f1=$(tcount fetched) c1=$(tcount cached)
 check "20 dashboards asking at once cost the sandbox one picture ($((f1 - f0)) fetched, $((c1 - c0)) shared)" \
 	test "$((f1 - f0))" = 1 -a "$((c1 - c0))" = 19
+f0=$(tcount fetched) t0=$(now_ms)
+for w in 100 101 102 103 104 100; do th "$U1" "$A" "?width=$w" >/dev/null; done
+f1=$(tcount fetched)
+check "4 widths of a sandbox are kept: a 5th drops the oldest, which is fetched again ($((f1 - f0)) of 6 in $(($(now_ms) - t0)) ms)" \
+	test "$((f1 - f0))" = 6
 
 # --- the page -------------------------------------------------------------------------
 hdr() { curl -s -o /dev/null -D - "$PORTAL$1" | tr -d '\r' | tr 'A-Z' 'a-z'; }
