@@ -106,7 +106,7 @@ try {
   // The tab opens blank (so no popup blocker stops it) and then goes to
   // the sandbox's noVNC link, which the page fetches first.
   await vnc.waitForURL(new RegExp(`6080-${A}\\.`), { timeout: 15000 }).catch(() => {});
-  tap.check(new RegExp(`6080-${A}\\.`).test(vnc.url()), `Open desktop opens the sandbox's noVNC page (${vnc.url().replace(/token=[^&]+/, 'token=...')})`);
+  tap.check(new RegExp(`6080-${A}\\.`).test(vnc.url()), `Open desktop opens the sandbox's noVNC page (${vnc.url().replace(/(token|secret|password)(=|%3D)[^&]+/g, '$1$2...')})`);
   await vnc.close();
 
   await card.locator('.shot').click();
