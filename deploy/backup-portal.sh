@@ -5,10 +5,10 @@
 # the newest KEEP are kept.  deploy/systemd/cloche-portal-backup.timer runs
 # it every 15 minutes.  docs/operations.md has the restore.
 #
-#   deploy/backup-portal.sh [--db /var/lib/cloche/portal/portal.db]
+#   deploy/backup-portal.sh [--db /var/lib/cloche-portal/portal.db]
 #                           [--dir /var/backups/cloche] [--keep 96]
 set -euo pipefail
-db=/var/lib/cloche/portal/portal.db dir=/var/backups/cloche keep=96
+db=/var/lib/cloche-portal/portal.db dir=/var/backups/cloche keep=96
 while (($#)); do
 	case $1 in
 	--db | --dir | --keep) (($# >= 2)) || { echo "backup-portal: $1 needs a value" >&2; exit 2; } ;;&

@@ -225,5 +225,5 @@ if ((start)); then
 	fi
 fi
 if ((portal)); then
-	say "the first admin key: runuser -u cloche-portal -- cloche-portal --db /var/lib/cloche/portal/portal.db key-create admin admin"
+	say "the first admin key: runuser -u cloche-portal -- cloche-portal --db /var/lib/cloche-portal/portal.db key-create admin admin"
 fi

@@ -390,7 +390,11 @@ static void relay(struct conn *c, struct outcome *o, const char *pre, size_t pre
 				}
 			}
 			if (p->eof && p->len == 0) {
-				shutdown(p->to, SHUT_WR);
+				/* Not while detaching: the sandbox's side then
+				 * gets a reset, never a FIN (a half-closed end
+				 * inside would refuse a checkpoint). */
+				if (!atomic_load(&c->sb->detaching))
+					shutdown(p->to, SHUT_WR);
 				p->done = true;
 			}
 		}
@@ -546,6 +550,13 @@ static void *conn_thread(void *arg)
 	if (c->next)
 		c->next->prev = c->prev;
 	sb->nconn--;
+	if (atomic_load(&sb->detaching)) {
+		/* It ended on its own while its sandbox was being detached,
+		 * before na_egress_detach() reached it: a reset here too. */
+		struct linger lg = {1, 0};
+
+		setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	close(c->cfd);
 	if (c->ufd != -1)
 		close(c->ufd);

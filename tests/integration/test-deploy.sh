@@ -44,6 +44,36 @@ sed -e '/^  selector:$/,/^  template:$/{/^  template:$/!d}' deploy/k8s/node.yaml
 check "... nor a DaemonSet without its selector" \
 	bash -c '! (cd tests/e2e && node k8s-validate.mjs "$1" >/dev/null)' _ "$work/broken2.yaml"
 
+# --- S3 lifecycle rules ---------------------------------------------------------------
+# awscli checks the rules against the S3 API's model before it sends them;
+# s3rver, the S3 server here, then answers NotImplemented (it has no
+# lifecycle), so what this shows is that the rules are well formed and
+# sent, not that a server applied them.
+AWS=${AWS:-/usr/bin/aws}
+s3port=$(free_port)
+NODE_OPTIONS=--openssl-legacy-provider tests/e2e/node_modules/.bin/s3rver -d "$work/s3rver-data" -a 127.0.0.1 -p "$s3port" \
+	--configure-bucket cloche >"$work/s3rver.log" 2>&1 &
+s3pid=$!
+trap 'kill "$s3pid" 2>/dev/null; wait "$s3pid" 2>/dev/null; rm -rf "$work"' EXIT
+for ((i = 0; i < 100; i++)); do curl -s -o /dev/null "http://127.0.0.1:$s3port/" && break; sleep 0.1; done
+# lifecycle FILE: awscli's exit status (254: the server refused; 252: awscli did) and its words.
+lifecycle() {
+	AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1 "$AWS" \
+		--endpoint-url "http://127.0.0.1:$s3port" s3api put-bucket-lifecycle-configuration --bucket cloche \
+		--lifecycle-configuration "file://$1" >"$work/lc.out" 2>&1
+	echo "$? $(tr '\n' ' ' <"$work/lc.out")"
+}
+out=$(lifecycle deploy/s3/lifecycle.json)
+check "awscli sends deploy/s3/lifecycle.json (awscli exit ${out:0:3}, s3rver: $(grep -o NotImplemented <<<"$out"))" \
+	bash -c '[[ $1 == "254 "*NotImplemented* ]]' _ "$out"
+jq '.Rules[0].Expiration.Days = "fourteen"' deploy/s3/lifecycle.json >"$work/lc-bad.json"
+out=$(lifecycle "$work/lc-bad.json")
+check "... and refuses a rule whose days are not a number, before sending it" \
+	bash -c '[[ $1 == "252 "*"Parameter validation failed"* ]]' _ "$out"
+check "... whose prefixes are the checkpoints' under the nodes' s3-prefix, never templates/" \
+	bash -c '[[ $(jq -r ".Rules[] | select(.Expiration) | .Filter.Prefix" deploy/s3/lifecycle.json) == */sandboxes/ ]] &&
+		! grep -q templates/ deploy/s3/lifecycle.json'
+
 # --- config files ------------------------------------------------------------------
 # conf_reads DAEMON FILE: the daemon reads the whole file and stops at its
 # (missing) secret, not at the file.

@@ -543,15 +543,19 @@ START_TEST(detach_ends_tunnels)
 	fd = client(port);
 	snprintf(req, sizeof(req), "CONNECT %s:%d HTTP/1.1\r\n\r\nhello", UP_ADDR, u.port);
 	ck_assert_int_eq(util_write_all(fd, req, strlen(req)), 0);
-	first = read_all(fd, "\r\n\r\n");
-	ck_assert_str_eq(first, "HTTP/1.1 200 Connection established\r\n\r\n");
-	free(first);
-	first = read_all(fd, "hi");
-	ck_assert_str_eq(first, "hi");
+	/* The answer, then the upstream's "hi" (possibly in the same read). */
+	first = read_all(fd, "\r\n\r\nhi");
+	ck_assert_str_eq(first, "HTTP/1.1 200 Connection established\r\n\r\nhi");
 	ck_assert_int_eq(na_egress_connections(eg, ID), 1);
 	na_egress_detach(eg, ID);
 	ck_assert_int_eq(na_egress_connections(eg, ID), 0);
-	ck_assert_int_eq(recv(fd, &c, 1, 0), 0);
+	/* The sandbox's side ends with a reset (na_egress_detach); the relay
+	 * may have passed the upstream's FIN on first, so EOF is fine too. */
+	{
+		ssize_t r = recv(fd, &c, 1, 0);
+		ck_assert_msg(r == 0 || (r == -1 && errno == ECONNRESET),
+			      "recv after detach: %zd (%s)", r, strerror(errno));
+	}
 	upstream_join(&u);
 	ck_assert(u.saw_eof);
 	ck_assert_str_eq(u.got, "hello");
