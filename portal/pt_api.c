@@ -491,8 +491,8 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 
 		if (n == QUERY_ABSENT)
 			snprintf(w, sizeof(w), "320");
-		if (n == QUERY_BAD || (n != QUERY_ABSENT && (!*w || strspn(w, "0123456789") != strlen(w))) ||
-		    atoi(w) < 16 || atoi(w) > 1280)
+		if (n == QUERY_BAD || !*w || strspn(w, "0123456789") != strlen(w) || atoi(w) < 16 ||
+		    atoi(w) > 1280)
 			bad_field(resp, "width", "`width` must be a number of pixels from 16 to 1280");
 		else
 			pt_thumb_get(p, &sb, atoi(w), req, resp);

@@ -22,7 +22,10 @@
 
 #define PT_THUMB_FRESH_MS 2000
 #define PT_THUMB_DROP_MS 60000
-#define PT_THUMB_TIMEOUT_MS 15000
+/* Widths kept per sandbox: a dashboard asks for two (card and detail); a
+ * client walking through every width would otherwise make the portal hold
+ * hundreds of pictures of one sandbox. */
+#define PT_THUMB_WIDTHS 4
 
 struct thumb_waiter {
 	struct hsrv_defer *d;
@@ -76,6 +79,30 @@ static void sweep(struct pt_portal *p, uint64_t now)
 	}
 }
 
+/* Before a new width of sandbox id is kept: when it has PT_THUMB_WIDTHS
+ * already, drops the one asked for least lately (not one being fetched,
+ * whose requests wait for it). */
+static void make_room(struct pt_portal *p, const char *id)
+{
+	struct pt_thumb **oldest = NULL;
+	int n = 0;
+
+	for (struct pt_thumb **pp = &p->thumbs; *pp; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, id) != 0)
+			continue;
+		n++;
+		if (!(*pp)->fetching && (!oldest || (*pp)->asked < (*oldest)->asked))
+			oldest = pp;
+	}
+	if (n >= PT_THUMB_WIDTHS && oldest) {
+		struct pt_thumb *t = *oldest;
+
+		*oldest = t->next;
+		free(t->png);
+		free(t);
+	}
+}
+
 void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
 		  const struct hsrv_req *req, struct hsrv_resp *resp)
 {
@@ -104,6 +131,7 @@ void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
 		if (t->width == width && strcmp(t->id, sb->id) == 0)
 			break;
 	if (!t) {
+		make_room(p, sb->id);
 		t = calloc(1, sizeof(*t));
 		if (!t) {
 			hsrv_resp_error(resp, 500, "internal", "out of memory");

@@ -29,6 +29,8 @@ static void h_file(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 				 "default-src 'none'; script-src 'self'; style-src 'self'; "
 				 "img-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; "
 				 "base-uri 'none'; form-action 'self'");
+		/* Compiled in: a new portal must show its own page at once. */
+		hsrv_resp_header(resp, "Cache-Control", "no-cache");
 		hsrv_resp_header(resp, "X-Content-Type-Options", "nosniff");
 		hsrv_resp_header(resp, "Referrer-Policy", "no-referrer");
 		return;

@@ -160,7 +160,10 @@ function actionsFor(s, errBox) {
       await act('fork', { count: Number(n) })();
     }));
   }
-  if (s.state === 'hibernated' || s.state === 'offloaded') out.push(button('Wake', act('wake')));
+  if (s.state === 'hibernated' || s.state === 'offloaded') {
+    out.push(button('Wake', act('wake')));
+    out.push(button('Keep alive', act('keepalive')));
+  }
   if (s.state !== 'released' && s.state !== 'releasing' && s.state !== 'failed') {
     out.push(button('Release', async () => {
       if (confirm(`Release ${s.id}? Its processes and files are gone for good.`)) await act('release')();
@@ -260,7 +263,7 @@ async function detailThumb() {
   const c = state.cards.get(state.detail);
   const img = $('#d-thumb');
   if (!c || c.sb.state !== 'ready') { img.removeAttribute('src'); return; }
-  const blob = await thumbBlob(state.detail, 1280).catch(() => null);
+  const blob = await thumbBlob(state.detail, 800).catch(() => null);
   if (!blob) return;
   if (detailUrl) URL.revokeObjectURL(detailUrl);
   detailUrl = URL.createObjectURL(blob);

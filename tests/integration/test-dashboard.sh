@@ -48,14 +48,34 @@ wait "${pids[@]}"
 f1=$(tcount fetched) c1=$(tcount cached)
 check "20 dashboards asking at once cost the sandbox one picture ($((f1 - f0)) fetched, $((c1 - c0)) shared)" \
 	test "$((f1 - f0))" = 1 -a "$((c1 - c0))" = 19
+f0=$(tcount fetched) t0=$(now_ms)
+for w in 100 101 102 103 104 100; do th "$U1" "$A" "?width=$w" >/dev/null; done
+f1=$(tcount fetched)
+check "4 widths of a sandbox are kept: a 5th drops the oldest, which is fetched again ($((f1 - f0)) of 6 in $(($(now_ms) - t0)) ms)" \
+	test "$((f1 - f0))" = 6
 
 # --- the page -------------------------------------------------------------------------
+hdr() { curl -s -o /dev/null -D - "$PORTAL$1" | tr -d '\r' | tr 'A-Z' 'a-z'; }
+export -f hdr
+check "/, /ui/app.js and /ui/app.css: their content types, no-cache, a CSP without inline script" \
+	bash -c 'for f in "/ text/html" "/ui/app.js text/javascript" "/ui/app.css text/css"; do
+		h=$(hdr "${f% *}"); grep -q "^http/1.1 200" <<<"$h" && grep -q "^content-type: ${f#* }" <<<"$h" &&
+		grep -q "^cache-control: no-cache" <<<"$h" && grep -q "^content-security-policy: default-src .none.; script-src .self.;" <<<"$h" &&
+		! grep -q "unsafe-inline" <<<"$h" || exit 1; done'
+check "... and no inline script or style in the page" \
+	bash -c '! curl -s "$1/" | grep -Eiq "<script>|<script [^>]*>[^<]|<style|style=|onclick="' _ "$PORTAL"
+check "/ui/other: 404" bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" "$1/ui/other.js") == 404 ]]' _ "$PORTAL"
+# The screenshots replace those in $shots only when the whole page test passed.
 shots=${CLOCHE_DASHBOARD_SHOTS:-docs/img}
-mkdir -p "$shots"
+mkdir -p "$shots" "$STACK_WORK/shots"
 node tests/e2e/dashboard-test.mjs --portal "$PORTAL" --key "$U1" --sandbox "$A" --token "$TA" \
-	--browser-url "$BURL" --other "$B" --admin "$ADMIN" --shots "$shots" 2>&1
-check "the screenshots are written (laptop, detail, phone, nodes)" \
-	bash -c 'for f in laptop detail phone nodes; do [[ -s $1/dashboard-$f.png ]] || exit 1; done' _ "$shots"
+	--browser-url "$BURL" --other "$B" --admin "$ADMIN" --shots "$STACK_WORK/shots" 2>&1
+rc=$?
+check "tests/e2e/dashboard-test.mjs ran and passed (status $rc)" test "$rc" = 0
+check "the screenshots are written (laptop, detail, phone, nodes) to $shots" \
+	bash -c '[[ $3 == 0 ]] || exit 1; for f in laptop detail phone nodes; do
+		file "$1/dashboard-$f.png" | grep -q "PNG image data" && cp "$1/dashboard-$f.png" "$2/" || exit 1; done' \
+	_ "$STACK_WORK/shots" "$shots" "$rc"
 
 for id in "$A" "$B"; do curl -s -X POST -H "Authorization: Bearer $ADMIN" "$PORTAL/sbv1/sandboxes/$id/release" >/dev/null; done
 check "every leased sandbox is released (the warm member stays)" \
