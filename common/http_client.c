@@ -28,6 +28,7 @@ struct http_ctx {
 	struct http_resp *resp;
 	struct err err;
 	bool failed;
+	const struct http_req *req;
 };
 
 void http_resp_free(struct http_resp *resp)
@@ -121,6 +122,20 @@ static void http_curl_error(struct err *e, const struct http_req *req, const cha
 	}
 }
 
+/* The caller's poll hook: nonzero aborts the transfer. */
+static int http_on_poll(void *data, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+	struct http_ctx *x = data;
+
+	(void)dlt, (void)dln, (void)ult, (void)uln;
+	if (!x->req->poll(x->req->poll_ud))
+		return 0;
+	err_set(&x->err, 0, "cancelled");
+	x->err.code = ECANCELED;
+	x->failed = true;
+	return 1;
+}
+
 static bool http_sends_body(const struct http_req *req, const char *method)
 {
 	return req->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
@@ -131,7 +146,7 @@ int http_request(const struct http_req *req, struct http_resp *resp, struct err 
 {
 	const char *method = req->method ? req->method : "GET";
 	long timeout = req->timeout_ms > 0 ? req->timeout_ms : HTTP_TIMEOUT_MS_DEFAULT;
-	struct http_ctx ctx = {resp, ERR_INIT, false};
+	struct http_ctx ctx = {resp, ERR_INIT, false, req};
 	char detail[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL, *next;
 	CURLcode rc = CURLE_OK;
@@ -174,6 +189,11 @@ int http_request(const struct http_req *req, struct http_resp *resp, struct err 
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &ctx);
 	if (req->unix_socket)
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+	if (req->poll) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_on_poll);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &ctx);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (strcmp(method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else {

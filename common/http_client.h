@@ -31,6 +31,11 @@ struct http_req {
 	long timeout_ms;            /* whole request; 0 means HTTP_TIMEOUT_MS_DEFAULT */
 	size_t max_resp;            /* body limit; 0 means HTTP_MAX_RESP_DEFAULT */
 	const char *unix_socket;    /* connect to this AF_UNIX path instead; may be NULL */
+	/* May be NULL.  Called on the caller's thread about once a second
+	 * while the request runs (more often while data flows); nonzero
+	 * aborts it: http_request() then fails with code ECANCELED. */
+	int (*poll)(void *ud);
+	void *poll_ud;
 };
 
 struct http_resp {

@@ -30,6 +30,39 @@
  * acquire that waits; the API bounds its own waits below this). */
 static char api_base[128];
 #define CALL_TIMEOUT_MS (15 * 60 * 1000)
+static long long wait_default_s; /* the acquire's wait when none is given */
+
+/* A call in progress: the client hears how long it has been running (when
+ * it gave a progressToken), and a cancellation ends the REST request, so
+ * the portal forgets a queued acquire at once. */
+struct watch {
+	struct mcp_call *call;
+	const char *what;
+	double total;      /* seconds it may wait; 0: unknown */
+	uint64_t t0, next; /* ms */
+};
+
+/* The REST request's poll hook (the worker thread, about once a second). */
+static int watch_poll(void *ud)
+{
+	struct watch *w = ud;
+	uint64_t now = util_now_ms();
+	char msg[160];
+	double s;
+
+	if (mcp_call_cancelled(w->call))
+		return 1;
+	if (now < w->next)
+		return 0;
+	s = (double)(now - w->t0) / 1000.0;
+	if (w->total > 0 && s < w->total)
+		snprintf(msg, sizeof(msg), "%s: %.0f s of a wait of at most %.0f s", w->what, s, w->total);
+	else
+		snprintf(msg, sizeof(msg), "%s: still working after %.0f s", w->what, s);
+	mcp_call_progress(w->call, s, w->total > s ? w->total : 0, msg);
+	w->next = now + 1000;
+	return 0;
+}
 
 /* The auth hook (loop thread): a valid API key as Bearer, which the calls
  * then use. */
@@ -57,15 +90,20 @@ static int auth(void *ud, const struct hsrv_req *req, char *principal, char *msg
 	return 401;
 }
 
-/* One REST call with the caller's key.  Returns the status (0 when no answer
- * came, with *out NULL and e set) and the parsed body in *out. */
-static long api(struct mcp_call *call, const char *method, const char *path, const json_t *body,
-		json_t **out, struct err *e)
+/* One REST call with the caller's key, for tool what, which may wait up to
+ * wait_s (0: unknown).  Returns the status (0 when no answer came or the
+ * call was cancelled, with *out NULL and e set) and the parsed body in
+ * *out. */
+static long api(struct mcp_call *call, const char *what, const char *method, const char *path,
+		const json_t *body, double wait_s, json_t **out, struct err *e)
 {
+	uint64_t t0 = util_now_ms();
+	struct watch w = {call, what, wait_s, t0, t0 + 1000};
 	char url[512], authz[MCP_PRINCIPAL_MAX + 32];
 	const char *headers[] = {authz, "Content-Type: application/json", NULL};
 	struct http_req r = {.method = method, .url = url, .headers = headers,
-			     .timeout_ms = CALL_TIMEOUT_MS, .max_resp = 16u << 20};
+			     .timeout_ms = CALL_TIMEOUT_MS, .max_resp = 16u << 20,
+			     .poll = watch_poll, .poll_ud = &w};
 	struct http_resp resp = {0};
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	long status = 0;
@@ -193,7 +231,10 @@ static int t_acquire(struct mcp_call *call, const json_t *args, struct mcp_resul
 {
 	struct err ce = ERR_INIT;
 	json_t *v;
-	long st = api(call, "POST", "/sbv1/acquire", args, &v, &ce);
+	const json_t *wait = json_object_get(args, "wait");
+	long st = api(call, "acquire_sandbox", "POST", "/sbv1/acquire", args,
+		      json_is_integer(wait) ? (double)json_integer_value(wait) : (double)wait_default_s,
+		      &v, &ce);
 
 	if (st == 202) /* still starting when the wait ran out */
 		mcp_result_text(res, "not ready yet: call list_sandboxes until it is ready");
@@ -222,7 +263,7 @@ static int t_list(struct mcp_call *call, const json_t *args, struct mcp_result *
 		query_escape(label, q, sizeof(q));
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&label=%s", q);
 	}
-	st = api(call, "GET", path, NULL, &v, &ce);
+	st = api(call, "list_sandboxes", "GET", path, NULL, 0, &v, &ce);
 	return answer(st, v, &ce, "list_sandboxes", res, e, text_list);
 }
 
@@ -241,7 +282,7 @@ static int t_action(struct mcp_call *call, const json_t *args, struct mcp_result
 		return -1;
 	snprintf(path, sizeof(path), "/sbv1/sandboxes/%s/%s", id, action);
 	snprintf(what, sizeof(what), "%s_sandbox", action);
-	st = api(call, "POST", path, NULL, &v, &ce);
+	st = api(call, what, "POST", path, NULL, 0, &v, &ce);
 	return answer(st, v, &ce, what, res, e, text_sandbox);
 }
 
@@ -257,7 +298,7 @@ static int t_fork(struct mcp_call *call, const json_t *args, struct mcp_result *
 		return -1;
 	body = json_pack("{s:O}", "count", json_object_get(args, "count"));
 	snprintf(path, sizeof(path), "/sbv1/sandboxes/%s/fork", id);
-	st = api(call, "POST", path, body, &v, &ce);
+	st = api(call, "fork_sandbox", "POST", path, body, 0, &v, &ce);
 	json_decref(body);
 	return answer(st, v, &ce, "fork_sandbox", res, e, text_fork);
 }
@@ -361,6 +402,8 @@ int pt_mcp_start(struct pt_portal *p, const char *listen, const char *allowed_ho
 		.auth_ud = p,
 	};
 	int port = hsrv_port(p->srv);
+
+	wait_default_s = p->cfg.wait_default_s;
 
 	/* The REST API as seen from here: the listen address, or loopback
 	 * when it listens on every address. */

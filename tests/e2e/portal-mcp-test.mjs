@@ -1,6 +1,7 @@
 // An agent whose only endpoint is the portal's MCP server: it gets a desktop,
 // uses the sandbox's own MCP server with the URL and token it was given,
-// forks it, hibernates and wakes, keeps it alive and releases everything;
+// forks it, hibernates and wakes, keeps it alive, fills the node, hears the
+// progress of an acquire that waits and cancels it, and releases everything;
 // another key sees none of it; no key, bad arguments and unknown ids get
 // the documented errors.  The MCP TypeScript SDK client; tool schemas are
 // compiled with ajv.
@@ -90,6 +91,43 @@ try {
   const ka = await call(me, 'keepalive_sandbox', { id: P.id }, T);
   tap.check(!ka.isError && sc(ka).expires_at > before, `keepalive_sandbox moves the lease (${before} -> ${sc(ka).expires_at})`);
 
+  // --- a queued acquire: progress, then cancellation ----------------------------
+  // Fill the node (wait 0 answers at once: ready, starting, or no room), then
+  // an acquire that waits in the queue reports progress and, cancelled by
+  // the client, leaves the queue at once (its row fails).
+  let full = null;
+  for (let i = 0; i < 8 && !full; i++) {
+    const f = await call(me, 'acquire_sandbox', { ttl: 900, wait: 0, labels: { test: nonce } }, T);
+    if (f.isError) full = f;
+    else if (sc(f).id) taken.push(sc(f).id);
+  }
+  tap.check(full && /503/.test(textOf(full)), `acquire_sandbox with wait 0 on a full node: a tool error saying 503 (${taken.length} held)`,
+    full ? textOf(full) : 'never full');
+  const ac = new AbortController();
+  const progress = [];
+  t0 = Date.now();
+  const queued = call(me, 'acquire_sandbox', { ttl: 900, wait: 60, labels: { qtest: nonce } }, {
+    ...T,
+    signal: ac.signal,
+    onprogress: (p) => { progress.push(p); if (progress.length === 2) ac.abort('enough'); },
+  }).then((r) => r, (x) => x);
+  const guard = setTimeout(() => ac.abort('no progress'), 15000);
+  const qr = await queued;
+  clearTimeout(guard);
+  tap.check(progress.length >= 2 && progress[1].progress > progress[0].progress && progress[0].total === 60 &&
+    /wait of at most 60 s/.test(progress[0].message || ''),
+  `a queued acquire reports progress (${progress.length} in ${Date.now() - t0} ms: ${progress.map((p) => p.message).join(' | ')})`,
+  JSON.stringify(progress));
+  tap.check(qr instanceof Error || (qr && qr.name === 'AbortError'), '... and the client can cancel it', String(qr && qr.message));
+  let qs = [];
+  for (let i = 0; i < 50; i++) {
+    qs = sc(await call(me, 'list_sandboxes', { label: `qtest=${nonce}` }, T)).sandboxes || [];
+    if (qs.length && qs.every((s) => s.state === 'failed')) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  tap.check(qs.length === 1 && qs[0].state === 'failed',
+    `... which takes it out of the queue at once (its row: ${qs.map((s) => s.state).join(',')})`);
+
   // --- another key, errors ----------------------------------------------------
   const other = await open(url, args['other-key'], 'other-agent');
   const ol = sc(await call(other, 'list_sandboxes', {}, T)).sandboxes || [];
@@ -108,8 +146,16 @@ try {
   }
 
   // --- release all ----------------------------------------------------------
-  const rel = await Promise.all(taken.map((id) => call(me, 'release_sandbox', { id }, T)));
-  tap.check(rel.every((r) => !r.isError), 'release_sandbox releases all three', rel.map(textOf).join(' | '));
+  // (a sandbox still being made refuses release with 409 until it is ready)
+  const release = async (id) => {
+    for (let i = 0; ; i++) {
+      const r = await call(me, 'release_sandbox', { id }, T);
+      if (!r.isError || !/409/.test(textOf(r)) || i >= 600) return r;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  };
+  const rel = await Promise.all(taken.map(release));
+  tap.check(rel.every((r) => !r.isError), `release_sandbox releases all ${taken.length}`, rel.map(textOf).join(' | '));
   let left = [];
   for (let i = 0; i < 120; i++) {
     left = (sc(await call(me, 'list_sandboxes', { label: `test=${nonce}` }, T)).sandboxes || [])

@@ -5,7 +5,8 @@
 # conformance suite against /mcp with a key (and refused without one); the
 # MCP TypeScript SDK client (tests/e2e/portal-mcp-test.mjs): acquire, the
 # sandbox's own MCP server through the proxy with the token it was given,
-# fork 2, list, hibernate, wake, keepalive, another key sees and touches
+# fork 2, list, hibernate, wake, keepalive, a full node (an acquire that
+# waits reports progress and is cancelled), another key sees and touches
 # none of it, bad arguments are -32602, release all; nothing is left.
 # sanitize: yes
 set -uo pipefail

@@ -315,6 +315,40 @@ START_TEST(silent_server_times_out)
 }
 END_TEST
 
+/* Counts its calls and asks to stop at the third. */
+static int stop_at_third(void *ud)
+{
+	return ++*(int *)ud >= 3;
+}
+
+START_TEST(poll_hook_cancels)
+{
+	struct http_resp resp = {0};
+	struct err e = ERR_INIT;
+	char u[128], want[256];
+	int polls = 0;
+	struct http_req req = {.url = u, .timeout_ms = 20000, .poll = stop_at_third, .poll_ud = &polls};
+	uint64_t t0 = util_now_ms(), took;
+
+	url(u, sizeof(u), "/hang");
+	ck_assert_int_eq(http_request(&req, &resp, &e), -1);
+	took = util_now_ms() - t0;
+	ck_assert_int_eq(polls, 3);
+	ck_assert_uint_lt(took, 10000); /* libcurl polls at least once a second */
+	snprintf(want, sizeof(want), "GET %s: cancelled", u);
+	ck_assert_msg(strcmp(e.msg, want) == 0, "got `%s`", e.msg);
+	ck_assert_int_eq(e.code, ECANCELED);
+	http_resp_free(&resp);
+
+	/* Never asked to stop: the answer arrives as without a hook. */
+	polls = -1000;
+	url(u, sizeof(u), "/hello");
+	ck_assert_msg(http_request(&req, &resp, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(resp.status, 200);
+	http_resp_free(&resp);
+}
+END_TEST
+
 START_TEST(refused_connection_is_explained)
 {
 	struct http_resp resp = {0};
@@ -416,6 +450,7 @@ Suite *suite_http_client(void)
 	tcase_add_test(tc, header_lookup_is_case_insensitive);
 	tcase_add_test(tc, response_size_is_limited);
 	tcase_add_test(tc, silent_server_times_out);
+	tcase_add_test(tc, poll_hook_cancels);
 	tcase_add_test(tc, refused_connection_is_explained);
 	tcase_add_test(tc, other_protocols_are_refused);
 	tcase_add_test(tc, unix_socket_is_used);
