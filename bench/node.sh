@@ -470,7 +470,7 @@ if ((fill_max > 0)); then
 	while ((count < fill_max)); do
 		if (($(now_ms) - fill_t0 > fill_budget * 1000)); then
 			why="the fill's time budget (NODE_BENCH_FILL_BUDGET_S=$fill_budget) ran out"
-			stop=time
+			stop="time"
 			break
 		fi
 		# What one more sandbox costs: the booted ones' MemAvailable drop, or

@@ -203,13 +203,16 @@ plot_cdf bench/charts/wake.png "hibernation: every checkpoint, wake and fork (ms
 		echo
 		echo "## Capacity"
 		echo
-		jq -r '.capacity as $c | $c.measured as $m |
-			"`max_ready_sandboxes`: \($m.ready_at_once) desktops were ready at once after a \($m.fill_s // "?") s fill " +
-			(if $m.by == "fork" then "(forks of an idle desktop, 8 at a time: each a whole sandbox, restored from the same checkpoint)"
-			 else "(cold creates, one at a time)" end) +
-			"; it stopped because \($m.stopped_because). With all of them idle the host had \($m.mem_available_mib) MiB available and " +
-			"\($m.host_busy_cores) of \(.host.cpus) cores busy; each added desktop took \($m.mem_available_drop_per_sandbox_mib // "?") MiB of " +
-			"MemAvailable (a booted one \(.memory.host_available_drop_mib) MiB, PSS \(.memory.sentry_pss_mib + .memory.gofer_pss_mib | floor) MiB). " +
+		jq -r --argjson v "${V[max_ready_sandboxes]}" '.capacity as $c | $c.measured as $m |
+			"The capacity fill of bench/node.sh had \($m.ready_at_once) desktops ready at once" +
+			(if $m.fill_s then " after \($m.fill_s) s" else "" end) +
+			(if $m.by == "fork" then ", added as forks of an idle desktop, 8 at a time (each a whole sandbox restored from the same checkpoint)"
+			 else ", created one at a time" end) +
+			"; it stopped because: \($m.stopped_because)" +
+			(if $v == null then " (so that is a lower bound, and `max_ready_sandboxes` is n/a)" else "" end) +
+			". With all of them idle the host had \($m.mem_available_mib) MiB available and \($m.host_busy_cores) of \(.host.cpus) cores busy" +
+			(if $m.mem_available_drop_per_sandbox_mib then "; each added desktop took \($m.mem_available_drop_per_sandbox_mib) MiB of MemAvailable" else "" end) +
+			" (an idle booted one: \(.memory.host_available_drop_mib) MiB of MemAvailable, PSS \(.memory.sentry_pss_mib + .memory.gofer_pss_mib | floor) MiB). " +
 			"Projected from \(.memory.m) idle booted desktops: \($c.projected_by_memory) by memory, \($c.projected_by_cpu) by CPU."' "$R/node.json"
 	fi
 } >bench/RESULTS.md

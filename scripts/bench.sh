@@ -4,7 +4,7 @@
 # itself), then bench/report.sh turns their figures (bench/results/*.json)
 # into bench/results.json and bench/RESULTS.md with charts.  Prints a
 # progress line per benchmark (n/N, the time so far, the load average);
-# about 22 minutes on a 2-core machine.
+# about 22 minutes on a 2-core machine (docs/benchmarks.md).
 #
 #   CLOCHE_BENCH_QUICK=1     fewer rounds and samples everywhere (a few
 #                            minutes; the figures are then rough)
@@ -18,9 +18,9 @@ CLOCHE_TEMPLATE=$(rootfs/build-template.sh | tail -n 1)
 export CLOCHE_TEMPLATE
 
 # The rounds of a full run, sized so the whole stays under 30 minutes here
-# (about 22 on this 2-core VM: bench/node.sh 9, of which the capacity fill
-# 4-6; portal 5; hibernate 3; the rest 1-2 each); quick mode keeps every
-# path and cuts the repetitions (about 6 minutes).
+# (expected about 22 on this 2-core VM: bench/node.sh 9-10, of which the
+# capacity fill 4-6 with a 10-minute budget; portal 5-6; hibernate 3; the
+# rest 1-2 each); quick mode keeps every path and cuts the repetitions.
 if [[ ${CLOCHE_BENCH_QUICK:-0} == 1 ]]; then
 	export BENCH_BOOTS=${BENCH_BOOTS:-1} BENCH_SETTLE_S=${BENCH_SETTLE_S:-5} BENCH_IDLE_S=${BENCH_IDLE_S:-5}
 	export NODE_BENCH_COLD=${NODE_BENCH_COLD:-1} NODE_BENCH_WARM=${NODE_BENCH_WARM:-1}
