@@ -134,8 +134,7 @@ samples() { # FILE FILTER -> one number a line
 	[[ -s $R/$1.json ]] && jq -r "($2 // [])[]" "$R/$1.json" 2>/dev/null || true
 }
 plot_cdf() { # PNG TITLE XLABEL LOGX then pairs of "datafile label"
-	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep="" key="bottom right"
-	[[ $logx == 1 ]] && key="top left"
+	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep=""
 	shift 4
 	while (($#)); do
 		[[ -s $1 ]] && { cmd+="$sep'$1' using 1:2 with steps lw 2 title '$2 (n=$(($(wc -l <"$1") - 1)))'"; sep=", "; }
@@ -143,14 +142,14 @@ plot_cdf() { # PNG TITLE XLABEL LOGX then pairs of "datafile label"
 	done
 	[[ -n $cmd ]] || { echo "no samples for $png"; return 0; }
 	gnuplot <<-EOF
-		set terminal pngcairo size 900,480 font 'sans,10' noenhanced
+		set terminal pngcairo size 900,540 font 'sans,10' noenhanced
 		set output '$png'
 		set title '$title'
 		set xlabel '$xl'
 		set ylabel 'percent of calls at or below'
 		set yrange [0:100]
 		set grid
-		set key $key
+		set key below
 		$([[ $logx == 1 ]] && echo "set logscale x")
 		plot $cmd
 	EOF
