@@ -4,12 +4,14 @@
 #      image's size, raw (L1) and zstd-compressed (what goes to S3);
 #   2. wake from L1 to the first MCP answer (an `initialize` POST to
 #      mcp-shell, sent from the router netns as soon as the wake answers);
+#      1 and 2 HIB_BENCH_L1 (3) times a round;
 #   3. offload to S3 (s3rver on loopback): bytes, rootfs delta, upload time;
 #      restore from S3 (template present) to the first MCP answer;
+#      HIB_BENCH_L2 (2) times a round;
 #   4. fork into HIB_BENCH_FORK (4): request to four ready children, and
-#      to the first MCP answer of each.
-# HIB_BENCH_ROUNDS (3) rounds of 1-3; prints a table with min/median/max and
-# writes bench/results/hibernate.json.  Needs the pool to itself (like
+#      to the first MCP answer of each; once a round.
+# HIB_BENCH_ROUNDS (3) rounds; prints a table with min/median/max and writes
+# bench/results/hibernate.json with every sample.  Needs the pool to itself (like
 # bench/node.sh: no other agent).  Run it on an otherwise idle machine.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -18,9 +20,15 @@ cd "$(dirname "$0")/.." || exit 1
 
 rounds=${HIB_BENCH_ROUNDS:-3}
 forks=${HIB_BENCH_FORK:-4}
+l1_n=${HIB_BENCH_L1:-3}
+l2_n=${HIB_BENCH_L2:-2}
 out=bench/results/hibernate.json
 S3RVER=tests/e2e/node_modules/.bin/s3rver
 die() { echo "bench/hibernate.sh: $*" >&2; exit 1; }
+for v in rounds forks l1_n l2_n; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} >= 1)) || die "$v must be a whole number, at least 1 (got \`${!v}\`)"
+done
+((forks <= 8)) || die "HIB_BENCH_FORK is at most 8 (what one fork makes)"
 [[ -x $S3RVER ]] || die "s3rver is not installed (scripts/install-deps.sh)"
 [[ -x $NODE_BIN ]] || die "$NODE_BIN is not built"
 [[ -n "$(sb_latest_template desktop)" ]] || die "no desktop template (make template)"
@@ -75,29 +83,33 @@ sleep 5 # let the desktop settle
 : >"$work/ckpt" && : >"$work/state" && : >"$work/wake1" && : >"$work/zst" && : >"$work/rootfs" &&
 	: >"$work/wake2" && : >"$work/upload" && : >"$work/fork" && : >"$work/fork_mcp"
 for ((round = 1; round <= rounds; round++)); do
-	r=$(api POST "/v1/sandboxes/$A/hibernate")
-	[[ $(status_of "$r") == 200 ]] || die "hibernate: $r"
-	body_of "$r" | jq -r .checkpoint.total_ms >>"$work/ckpt"
-	body_of "$r" | jq -r '.checkpoint.state_bytes / 1048576 | floor' >>"$work/state"
-	t0=$(now_ms)
-	r=$(api POST "/v1/sandboxes/$A/wake")
-	[[ $(status_of "$r") == 200 ]] || die "wake: $r"
-	wait_mcp "$A" || die "no MCP answer after the wake"
-	echo $(($(now_ms) - t0)) >>"$work/wake1"
+	for ((c = 1; c <= l1_n; c++)); do
+		r=$(api POST "/v1/sandboxes/$A/hibernate")
+		[[ $(status_of "$r") == 200 ]] || die "hibernate: $r"
+		body_of "$r" | jq -r .checkpoint.total_ms >>"$work/ckpt"
+		body_of "$r" | jq -r '.checkpoint.state_bytes / 1048576 | floor' >>"$work/state"
+		t0=$(now_ms)
+		r=$(api POST "/v1/sandboxes/$A/wake")
+		[[ $(status_of "$r") == 200 ]] || die "wake: $r"
+		wait_mcp "$A" || die "no MCP answer after the wake"
+		echo $(($(now_ms) - t0)) >>"$work/wake1"
+	done
 
-	api POST "/v1/sandboxes/$A/hibernate" >/dev/null
-	r=$(api POST "/v1/sandboxes/$A/offload")
-	[[ $(status_of "$r") == 200 ]] || die "offload: $r"
-	body_of "$r" | jq -r '.l2.state_bytes / 1048576 | floor' >>"$work/zst"
-	body_of "$r" | jq -r '.l2.rootfs_bytes / 1024 | floor' >>"$work/rootfs"
-	body_of "$r" | jq -r .l2.upload_ms >>"$work/upload"
-	l2=$(body_of "$r" | jq -c .l2)
-	t0=$(now_ms)
-	r=$(api POST "/v1/sandboxes/$A/restore" "{\"l2\":$l2}")
-	[[ $(status_of "$r") == 200 ]] || die "restore: $r"
-	wait_mcp "$A" || die "no MCP answer after the restore"
-	echo $(($(now_ms) - t0)) >>"$work/wake2"
-	api DELETE "/v1/checkpoints/$A?prefix=$(jq -r .prefix <<<"$l2")" >/dev/null
+	for ((c = 1; c <= l2_n; c++)); do
+		api POST "/v1/sandboxes/$A/hibernate" >/dev/null
+		r=$(api POST "/v1/sandboxes/$A/offload")
+		[[ $(status_of "$r") == 200 ]] || die "offload: $r"
+		body_of "$r" | jq -r '.l2.state_bytes / 1048576 | floor' >>"$work/zst"
+		body_of "$r" | jq -r '.l2.rootfs_bytes' >>"$work/rootfs"
+		body_of "$r" | jq -r .l2.upload_ms >>"$work/upload"
+		l2=$(body_of "$r" | jq -c .l2)
+		t0=$(now_ms)
+		r=$(api POST "/v1/sandboxes/$A/restore" "{\"l2\":$l2}")
+		[[ $(status_of "$r") == 200 ]] || die "restore: $r"
+		wait_mcp "$A" || die "no MCP answer after the restore"
+		echo $(($(now_ms) - t0)) >>"$work/wake2"
+		api DELETE "/v1/checkpoints/$A?prefix=$(jq -r .prefix <<<"$l2")" >/dev/null
+	done
 
 	kids=()
 	for ((k = 1; k <= forks; k++)); do kids+=("$pre-r$round-k$k"); done
@@ -119,17 +131,17 @@ row() { # name file unit target
 		'{($k): {min: $mn, median: $md, max: $mx, unit: $u, samples: $s}}' >>"$work/json"
 }
 : >"$work/json"
-printf '%-44s %8s %8s %8s\n' "hibernation ($rounds rounds, $(nproc) cores)" min median max
+printf '%-44s %8s %8s %8s\n' "hibernation ($rounds rounds of $l1_n L1, $l2_n L2, 1 fork; $(nproc) cores)" min median max
 row "checkpoint (hibernate request)" ckpt ms ""
 row "state image on the node (raw)" state MiB "target <= 40 MB (in S3)"
 row "state image in S3 (zstd -3)" zst MiB "target <= 40 MB"
-row "rootfs delta in S3 (zstd)" rootfs KiB "target <= 5 MB"
+row "rootfs delta in S3 (zstd)" rootfs B "target <= 5 MB"
 row "wake from L1 to first MCP answer" wake1 ms "target <= 500"
 row "offload upload" upload ms ""
 row "wake from L2 (restore) to first MCP answer" wake2 ms "target <= 2000"
 row "fork into $forks: request to $forks ready children" fork ms "target <= 2000"
 row "fork into $forks: to each child's first MCP answer" fork_mcp ms ""
 jq -s --arg when "$(date -u +%FT%TZ)" --arg runsc "$(runsc --version 2>/dev/null | head -1)" \
-	--argjson rounds "$rounds" --argjson forks "$forks" \
-	'add + {when: $when, runsc: $runsc, rounds: $rounds, forks: $forks}' "$work/json" >"$out"
+	--argjson rounds "$rounds" --argjson forks "$forks" --argjson l1 "$l1_n" --argjson l2 "$l2_n" \
+	'add + {when: $when, runsc: $runsc, rounds: $rounds, l1_per_round: $l1, l2_per_round: $l2, forks: $forks}' "$work/json" >"$out"
 echo "wrote $out"

@@ -12,10 +12,13 @@
 #      the idle CPU of a sandbox (/proc/stat, and its cpuacct cgroup);
 #   4. capacity: the projection from 3 (usable memory / memory per sandbox
 #      against cores / idle CPU per sandbox: which binds first) and, with
-#      NODE_BENCH_FILL=N (0 = skip), a measurement: sandboxes created one at
-#      a time until MemAvailable would fall below NODE_BENCH_RESERVE_MIB
-#      (2048), a create fails or N are up; then the host CPU load with all
-#      of them idle.
+#      NODE_BENCH_FILL=N (0 = skip), a measurement: desktops are added until
+#      MemAvailable would fall below NODE_BENCH_RESERVE_MIB (2048), the agent
+#      refuses or fails one, N are up or NODE_BENCH_FILL_BUDGET_S (600) have
+#      passed; then how many are ready at once and the host CPU load with all
+#      of them idle.  NODE_BENCH_FILL_BY=fork (default) adds them as forks
+#      of an idle one, NODE_BENCH_FILL_BATCH (8) per fork; =boot creates
+#      them one at a time (slow: each boot is seconds of CPU).
 # Prints a table and writes bench/results/node.json.
 #
 #   NODE_BENCH_PORT (a free one)  NODE_BENCH_CPU_S (10, each /proc/stat window)
@@ -40,6 +43,9 @@ cold_n=${NODE_BENCH_COLD:-5}
 warm_k=${NODE_BENCH_WARM:-3}
 mem_m=${NODE_BENCH_MEM:-3}
 fill_max=${NODE_BENCH_FILL:-0}
+fill_by=${NODE_BENCH_FILL_BY:-fork}
+fill_batch=${NODE_BENCH_FILL_BATCH:-8}
+fill_budget=${NODE_BENCH_FILL_BUDGET_S:-600}
 settle=${NODE_BENCH_SETTLE_S:-20}
 cpu_s=${NODE_BENCH_CPU_S:-10}
 reserve_mib=${NODE_BENCH_RESERVE_MIB:-2048}
@@ -48,11 +54,13 @@ bin=${CLOCHE_BUILD:-build}/bin/cloche-node
 out=bench/results/node.json
 
 die() { echo "bench/node.sh: $*" >&2; exit 1; }
-for v in cold_n warm_k mem_m fill_max settle cpu_s reserve_mib; do
+for v in cold_n warm_k mem_m fill_max fill_batch fill_budget settle cpu_s reserve_mib; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number (got \`${!v}\`)"
 done
 ((cold_n >= 1 && warm_k >= 1 && mem_m >= 1 && cpu_s >= 1)) ||
 	die "NODE_BENCH_COLD, NODE_BENCH_WARM, NODE_BENCH_MEM and NODE_BENCH_CPU_S must be at least 1"
+[[ $fill_by == fork || $fill_by == boot ]] || die "NODE_BENCH_FILL_BY is fork or boot (got \`$fill_by\`)"
+((fill_batch >= 1 && fill_batch <= 8)) || die "NODE_BENCH_FILL_BATCH is 1-8 (a fork makes at most 8 children)"
 ((EUID == 0)) || die "run as root (cloche-node makes netns, btrfs snapshots and runsc sandboxes)"
 [[ -x $bin ]] || die "$bin is missing: run \`make all template\` first"
 for c in curl jq nsenter runsc btrfs ip setsid flock ss; do
@@ -438,37 +446,108 @@ cpu_procstat=$(awk -v w="$with_cores" -v b="$base_cores" -v n="$mem_m" 'BEGIN {p
 cpu_cgroup=$(awk -v ns="$cg_ns" -v s="$cpu_s" -v n="$mem_m" 'BEGIN {printf "%.4f", ns / 1e9 / s / n}')
 
 # --- 4. capacity --------------------------------------------------------------
+# The fill answers "how many desktops are ready at once here before memory or
+# the node's limit stops it".  By default the sandboxes are forks of the
+# first idle one (a checkpoint and up to 8 restores at once, about 1 s each,
+# what a booted template will make every sandbox): booting 80 desktops one
+# after the other takes 15-20 minutes on 2 cores, and the boot rate is not
+# what this measures (the cold and warm figures above are).  Every child is a
+# whole desktop (its own rootfs snapshot, netns pair, sentry and gofer) that
+# the agent calls ready.  NODE_BENCH_FILL_BY=boot creates them instead.
 fill_json=null
 if ((fill_max > 0)); then
 	echo
-	echo "== capacity fill: up to $fill_max sandboxes, reserve $reserve_mib MiB of MemAvailable"
+	echo "== capacity fill ($fill_by): up to $fill_max sandboxes, reserve $reserve_mib MiB of MemAvailable, at most $fill_budget s"
 	per_kib=$(( drop_mib > 0 ? drop_mib * 1024 : pss_mib * 1024 ))
 	count=${#mids[@]}
+	parent=${mids[0]}
 	why="reached NODE_BENCH_FILL=$fill_max"
+	stop=cap
 	n=0
+	fill_ms=()
+	fill_t0=$(now_ms)
+	fill_avail0=$(avail_kib)
 	while ((count < fill_max)); do
-		if (($(avail_kib) - per_kib < reserve_mib * 1024)); then
-			why="MemAvailable would fall below the reserve"
+		if (($(now_ms) - fill_t0 > fill_budget * 1000)); then
+			why="the fill's time budget (NODE_BENCH_FILL_BUDGET_S=$fill_budget) ran out"
+			stop="time"
 			break
 		fi
-		n=$((n + 1))
-		id=$(printf "%s-f%02d" "$pre" "$n")
-		read -r st cms bms < <(create "$id")
-		if [[ $st != 201 ]]; then
-			why="create $((count + 1)) failed ($st: $(jq -r '.error.message // empty' "$work/c-$id" 2>/dev/null | head -c 200))"
+		# What one more sandbox costs: the booted ones' MemAvailable drop, or
+		# what the fill's own have cost so far when that is more.
+		if ((count > ${#mids[@]})); then
+			seen=$(( (fill_avail0 - $(avail_kib)) / (count - ${#mids[@]}) ))
+			((seen > per_kib)) && per_kib=$seen
+		fi
+		room=$(( ($(avail_kib) - reserve_mib * 1024) / per_kib ))
+		if ((room < 1)); then
+			why="MemAvailable would fall below the reserve ($reserve_mib MiB)"
+			stop=memory
 			break
 		fi
-		count=$((count + 1))
-		echo "up: $id ($cms ms, $count running, MemAvailable $(($(avail_kib) / 1024)) MiB)"
+		if [[ $fill_by == boot ]]; then
+			n=$((n + 1))
+			id=$(printf "%s-f%03d" "$pre" "$n")
+			read -r st cms bms < <(create "$id")
+			if [[ $st != 201 ]]; then
+				why="create $((count + 1)) failed ($st: $(jq -r '.error.message // empty' "$work/c-$id" 2>/dev/null | head -c 200))"
+				stop=node
+				break
+			fi
+			fill_ms+=("$cms")
+			count=$((count + 1))
+			echo "up: $id ($cms ms, $count running, MemAvailable $(($(avail_kib) / 1024)) MiB)"
+			continue
+		fi
+		b=$fill_batch
+		((b > fill_max - count)) && b=$((fill_max - count))
+		((b > room)) && b=$room
+		kids=()
+		for ((k = 0; k < b; k++)); do
+			n=$((n + 1))
+			kids+=("$(printf "%s-f%03d" "$pre" "$n")")
+			mine "${kids[-1]}"
+		done
+		r=$(call "$work/fork-$n" POST "/v1/sandboxes/$parent/fork" \
+			"$(printf '%s\n' "${kids[@]}" | jq -R . | jq -sc '{ids: .}')")
+		st=${r%% *}
+		if [[ $st != 200 ]]; then
+			why="fork $n failed ($st: $(jq -r '.error.message // empty' "$work/fork-$n" 2>/dev/null | head -c 200))"
+			stop=node
+			break
+		fi
+		got=$(jq '.children | length' "$work/fork-$n")
+		count=$((count + got))
+		fill_ms+=("${r#* }")
+		echo "forked: $got of $b (${r#* } ms, $count running, MemAvailable $(($(avail_kib) / 1024)) MiB)"
+		if ((got < b)); then
+			why="$((b - got)) fork child(ren) failed: $(jq -r '.failed[0].error // empty' "$work/fork-$n" | head -c 200)"
+			stop=node
+			break
+		fi
+		if [[ $(jq -r .parent.state "$work/fork-$n") != ready ]]; then
+			why="the fork's parent did not come back ($(jq -r '.parent.state' "$work/fork-$n"))"
+			stop=node
+			break
+		fi
 	done
+	fill_took_s=$(awk -v d=$(($(now_ms) - fill_t0)) 'BEGIN {printf "%.1f", d / 1000}')
 	sleep "$settle"
 	ready_now=$(get /v1/sandboxes | jq --arg p "$pre-" '[.sandboxes[] | select((.id | startswith($p)) and .state == "ready")] | length')
 	fill_cores=$(host_busy_cores "$cpu_s")
 	fill_avail=$(avail_kib)
-	echo "ready at once: $ready_now (stopped: $why); host CPU with them idle: $fill_cores cores busy; MemAvailable $((fill_avail / 1024)) MiB"
+	added=$((count - ${#mids[@]}))
+	fill_per=null
+	((added > 0)) && fill_per=$(( (fill_avail0 - fill_avail) / added / 1024 ))
+	echo "ready at once: $ready_now after $fill_took_s s (stopped: $why); MemAvailable $((fill_avail / 1024)) MiB," \
+		"$fill_per MiB less per added sandbox; host CPU with them idle: $fill_cores cores busy"
 	fill_json=$(jq -nc --argjson max "$fill_max" --argjson ready "$ready_now" --arg why "$why" \
+		--arg stop "$stop" --arg by "$fill_by" --argjson s "$fill_took_s" --argjson budget "$fill_budget" \
+		--argjson ms "[$(IFS=,; echo "${fill_ms[*]}")]" --argjson per "$fill_per" \
 		--argjson cores "$fill_cores" --argjson avail "$((fill_avail / 1024))" \
-		'{max: $max, ready_at_once: $ready, stopped_because: $why, host_busy_cores: $cores, mem_available_mib: $avail}')
+		'{max: $max, by: $by, ready_at_once: $ready, stopped_because: $why, stopped_by: $stop,
+		  fill_s: $s, budget_s: $budget, step_ms: $ms, mem_available_drop_per_sandbox_mib: $per,
+		  host_busy_cores: $cores, mem_available_mib: $avail}')
 fi
 
 # Destroy the idle ones (and the fill), a few at a time; what the host gets
@@ -532,6 +611,8 @@ printf '%-52s %s\n' "host CPU busy: before / with $mem_m idle" "$base_cores / $w
 printf '%-52s %s\n' "projection: memory ($usable_mib MiB usable / $per_mem MiB)" "$proj_mem sandboxes (by PSS, $pss_mib MiB: $proj_mem_pss)"
 printf '%-52s %s\n' "projection: CPU ($(nproc) cores at 100 % / idle CPU, $cpu_src)" "$proj_cpu sandboxes"
 printf '%-52s %s\n' "binds first" "$binds"
+[[ $fill_json != null ]] && printf '%-52s %s\n' "ready at once, measured ($(jq -r .by <<<"$fill_json"))" \
+	"$(jq -r '"\(.ready_at_once) (stopped: \(.stopped_because)); \(.mem_available_drop_per_sandbox_mib // "-") MiB of MemAvailable each"' <<<"$fill_json")"
 
 jq -n --arg at "$(date -u +%FT%TZ)" --arg t "$tname" --argjson cores "$(nproc)" \
 	--argjson memtotal "$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024))" \

@@ -11,14 +11,22 @@
 # are there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-R=bench/results
+R=${BENCH_RESULTS_DIR:-bench/results} # where the benchmarks wrote (another directory: to redo a report)
 command -v gnuplot >/dev/null || { echo "bench/report.sh: gnuplot is missing (scripts/install-deps.sh)" >&2; exit 1; }
 mkdir -p bench/charts
 
 # j FILE FILTER: the filter's value in bench/results/FILE.json, or null.
-j() { [[ -s $R/$1.json ]] && jq -c "$2 // null" "$R/$1.json" 2>/dev/null || echo null; }
+j() { [[ -s $R/$1.json ]] && jq -c "($2) // null" "$R/$1.json" 2>/dev/null || echo null; }
 # why FILE: the reason a figure of FILE is missing.
-why() { [[ -s $R/$1.json ]] && echo "bench/$1.sh did not report it" || echo "bench/$1.sh has not run (no $R/$1.json)"; }
+why() {
+	if [[ " ${BENCH_FAILED:-} " == *" $1 "* ]]; then
+		echo "bench/$1.sh failed in this run (bench/results/bench.log)"
+	elif [[ -s $R/$1.json ]]; then
+		echo "bench/$1.sh did not report it"
+	else
+		echo "bench/$1.sh has not run (no $R/$1.json)"
+	fi
+}
 
 declare -A V SRC
 set_fig() { # KEY FILE FILTER
@@ -32,7 +40,9 @@ set_fig wake_l1_s hibernate '(.wake1.median / 1000 * 100 | round / 100)'
 set_fig wake_l2_s hibernate '(.wake2.median / 1000 * 100 | round / 100)'
 set_fig checkpoint_s hibernate '(.ckpt.median / 1000 * 100 | round / 100)'
 set_fig checkpoint_state_mb hibernate '(.zst.median * 1.048576 | round)'
-set_fig checkpoint_rootfs_delta_mb hibernate '(.rootfs.median / 1024 * 1.048576 * 1000 | round / 1000)'
+# (the delta's samples are bytes; results of before 2026-11-23 15:00 have KiB)
+set_fig checkpoint_rootfs_delta_mb hibernate \
+	'(.rootfs.median * (if .rootfs.unit == "KiB" then 1024 else 1 end) / 1e6 * 1e6 | round / 1e6)'
 set_fig fork4_s hibernate '(.fork.median / 1000 * 100 | round / 100)'
 set_fig proxy_vs_nginx_rps_ratio proxy '.small.rps_ratio'
 set_fig proxy_p99_ms proxy '.small.cloche.p99_ms'
@@ -41,7 +51,10 @@ set_fig mcp_shell_call_p50_ms mcp '.shell_run_command_p50_ms'
 set_fig mcp_screenshot_p50_ms mcp-desktop '.screenshot_p50_ms'
 set_fig mcp_snapshot_p50_ms mcp-browser '.p50_ms'
 set_fig idle_sandbox_mem_mb node '((.memory.sentry_pss_mib + .memory.gofer_pss_mib) * 1.048576 | round)'
-set_fig max_ready_sandboxes node '.capacity.measured.ready_at_once'
+# Only a fill that memory or the agent stopped measures the most; one that
+# stopped at its cap or time budget gives a lower bound (null, and why).
+set_fig max_ready_sandboxes node '.capacity.measured | select(. != null and (.stopped_by // "cap") != "cap"
+	and .stopped_by != "time" and (.stopped_because | startswith("reached") | not)) | .ready_at_once'
 keys=(acquire_warm_p50_ms acquire_warm_p99_ms cold_start_s wake_l1_s wake_l2_s checkpoint_s
 	checkpoint_state_mb checkpoint_rootfs_delta_mb fork4_s proxy_vs_nginx_rps_ratio proxy_p99_ms
 	nginx_p99_ms mcp_shell_call_p50_ms mcp_screenshot_p50_ms mcp_snapshot_p50_ms
@@ -56,7 +69,7 @@ WHAT[wake_l1_s]="wake from the node's disk (L1) to the first MCP answer"
 WHAT[wake_l2_s]="wake from S3 (L2, template present) to the first MCP answer"
 WHAT[checkpoint_s]="hibernate request (drain, census, checkpoint, snapshot)"
 WHAT[checkpoint_state_mb]="checkpoint state image in S3 (zstd)"
-WHAT[checkpoint_rootfs_delta_mb]="rootfs delta in S3 (btrfs send -p, zstd; the bench writes two small files: under 1 KiB)"
+WHAT[checkpoint_rootfs_delta_mb]="rootfs delta in S3 (btrfs send -p, zstd; the bench writes two small files)"
 WHAT[fork4_s]="fork into 4, to four ready children"
 WHAT[proxy_vs_nginx_rps_ratio]="cloche-proxy requests/s over nginx's, same upstream"
 WHAT[proxy_p99_ms]="cloche-proxy p99 latency (small responses, 64 connections)"
@@ -65,21 +78,26 @@ WHAT[mcp_shell_call_p50_ms]="mcp-shell run_command round trip, p50 (in gVisor)"
 WHAT[mcp_screenshot_p50_ms]="mcp-desktop screenshot (1280x800 PNG), p50"
 WHAT[mcp_snapshot_p50_ms]="mcp-browser browser_snapshot, p50"
 WHAT[idle_sandbox_mem_mb]="idle desktop sandbox: PSS of its host processes (MB)"
-WHAT[max_ready_sandboxes]="desktop sandboxes ready at once on this machine (2 GiB kept free)"
+WHAT[max_ready_sandboxes]="desktop sandboxes ready at once on this machine, added until MemAvailable would fall below 2 GiB or the agent refuses"
 TARGET[wake_l1_s]="<= 0.5"
 TARGET[wake_l2_s]="<= 2"
 TARGET[checkpoint_state_mb]="<= 40"
 TARGET[checkpoint_rootfs_delta_mb]="<= 5"
 TARGET[fork4_s]="<= 2"
 TARGET[proxy_vs_nginx_rps_ratio]=">= 1"
-TARGET[acquire_warm_p50_ms]="< 100"
+TARGET[acquire_warm_p50_ms]="<= 10"
+TARGET[acquire_warm_p99_ms]="<= 50"
 
 reasons='{}'
 for k in "${keys[@]}"; do
 	if [[ ${V[$k]} == null ]]; then
 		r=$(why "${SRC[$k]}")
-		[[ $k == max_ready_sandboxes && -s $R/node.json ]] &&
-			r="not measured: bench/node.sh ran without its capacity fill (NODE_BENCH_FILL=0)"
+		if [[ $k == max_ready_sandboxes && -s $R/node.json ]]; then
+			r=$(jq -r '.capacity.measured | if . == null
+				then "not measured: bench/node.sh ran without its capacity fill (NODE_BENCH_FILL=0)"
+				else "at least \(.ready_at_once): the fill stopped before memory or the agent did (\(.stopped_because))" end' \
+				"$R/node.json")
+		fi
 		reasons=$(jq -c --arg k "$k" --arg r "$r" '. + {($k): $r}' <<<"$reasons")
 	fi
 done
@@ -91,40 +109,47 @@ runsc_v=$(runsc --version 2>/dev/null | head -n 1 || true)
 machine=$(jq -nc --arg cpu "$cpu" --argjson n "$(nproc)" --argjson mem "$mem_gib" --arg k "$(uname -r)" \
 	--arg os "$(. /etc/os-release && echo "$PRETTY_NAME")" --arg runsc "$runsc_v" \
 	'{cpu: $cpu, cores: $n, memory_gib: $mem, kernel: $k, os: $os, runsc: $runsc}')
+# When each results file was written (a partial run keeps older ones), and
+# the load average at each benchmark's start ("boot 0.12,node 0.40,...").
+sources=$(for f in $(printf '%s\n' "${SRC[@]}" | sort -u); do
+	[[ -s $R/$f.json ]] && jq -c --arg f "$f" --arg t "$(date -u -r "$R/$f.json" +%FT%TZ)" \
+		'{($f): (.at // .when // .measured_at // .shell.at // $t)}' "$R/$f.json"
+done | jq -sc 'add // {}')
+load=$(tr ',' '\n' <<<"${BENCH_LOAD:-}" | awk 'NF == 2 {printf "%s\"%s\": %s", (n++ ? ", " : "{"), $1, $2} END {print n ? "}" : "null"}')
 args=()
 for k in "${keys[@]}"; do args+=(--argjson "$k" "${V[$k]}"); done
 jq -n "${args[@]}" --argjson reasons "$reasons" --argjson machine "$machine" --arg when "$when" \
+	--argjson sources "$sources" --argjson load "$load" \
 	--argjson total "${BENCH_TOTAL_S:-null}" --argjson quick "$([[ ${BENCH_QUICK:-0} == 1 ]] && echo true || echo false)" \
 	"{$(for k in "${keys[@]}"; do printf '%s: $%s, ' "$k" "$k"; done) reasons: \$reasons, measured_at: \$when, machine: \$machine,
-	  bench_seconds: \$total, quick: \$quick}" >bench/results.json
+	  bench_seconds: \$total, quick: \$quick, results_written: \$sources, load_average_at_start: \$load}" >bench/results.json
 echo "wrote bench/results.json"
 
 # --- charts -------------------------------------------------------------------
 # cdf FILE: sorted samples on stdin -> "value percentile" lines.
-cdf() { sort -n | awk '{v[NR] = $1} END {for (i = 1; i <= NR; i++) print v[i], 100 * i / NR}' >"$1"; }
+cdf() { sort -n | awk '{v[NR] = $1} END {if (NR) print v[1], 0; for (i = 1; i <= NR; i++) print v[i], 100 * i / NR}' >"$1"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 samples() { # FILE FILTER -> one number a line
 	[[ -s $R/$1.json ]] && jq -r "($2 // [])[]" "$R/$1.json" 2>/dev/null || true
 }
 plot_cdf() { # PNG TITLE XLABEL LOGX then pairs of "datafile label"
-	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep="" key="bottom right"
-	[[ $logx == 1 ]] && key="top left"
+	local png=$1 title=$2 xl=$3 logx=$4 cmd="" sep=""
 	shift 4
 	while (($#)); do
-		[[ -s $1 ]] && { cmd+="$sep'$1' using 1:2 with steps lw 2 title '$2'"; sep=", "; }
+		[[ -s $1 ]] && { cmd+="$sep'$1' using 1:2 with steps lw 2 title '$2 (n=$(($(wc -l <"$1") - 1)))'"; sep=", "; }
 		shift 2
 	done
 	[[ -n $cmd ]] || { echo "no samples for $png"; return 0; }
 	gnuplot <<-EOF
-		set terminal pngcairo size 900,480 font 'sans,10' noenhanced
+		set terminal pngcairo size 900,540 font 'sans,10' noenhanced
 		set output '$png'
 		set title '$title'
 		set xlabel '$xl'
 		set ylabel 'percent of calls at or below'
 		set yrange [0:100]
 		set grid
-		set key $key
+		set key below
 		$([[ $logx == 1 ]] && echo "set logscale x")
 		plot $cmd
 	EOF
@@ -140,7 +165,7 @@ samples hibernate '.wake1.samples' | cdf "$tmp/w1"
 samples hibernate '.wake2.samples' | cdf "$tmp/w2"
 samples hibernate '.ckpt.samples' | cdf "$tmp/ck"
 samples hibernate '.fork.samples' | cdf "$tmp/fk"
-plot_cdf bench/charts/wake.png "hibernation: every round (ms)" "ms" 0 \
+plot_cdf bench/charts/wake.png "hibernation: every checkpoint, wake and fork (ms)" "ms" 0 \
 	"$tmp/w1" "wake L1 to first MCP answer" "$tmp/w2" "wake L2 (S3)" "$tmp/ck" "hibernate" "$tmp/fk" "fork into 4"
 
 # --- RESULTS.md ---------------------------------------------------------------
@@ -153,7 +178,10 @@ plot_cdf bench/charts/wake.png "hibernation: every round (ms)" "ms" 0 \
 	echo
 	echo "Machine: $(jq -r '"\(.cpu), \(.cores) cores, \(.memory_gib) GiB, \(.os), kernel \(.kernel), \(.runsc)"' <<<"$machine")."
 	[[ -n ${BENCH_TOTAL_S:-} ]] && echo "All benchmarks took $((BENCH_TOTAL_S / 60)) min $((BENCH_TOTAL_S % 60)) s, one after the other (figures swing with the machine's load: run it on an otherwise idle machine)."
+	[[ $load == null ]] || echo "Load average (1 min) at each benchmark's start: $(jq -r 'to_entries | map("\(.key) \(.value)") | join(", ")' <<<"$load")."
 	[[ -z ${BENCH_NOTE:-} ]] || echo "$BENCH_NOTE"
+	[[ -z ${BENCH_FAILED:-} ]] || echo "**Failed in this run: ${BENCH_FAILED}** (their figures are n/a below)."
+	echo "Results files used: $(jq -r 'to_entries | map("\(.key) \(.value)") | join(", ")' <<<"$sources")."
 	echo
 	echo "| key | figure | value | target | from |"
 	echo "|---|---|---|---|---|"
@@ -169,6 +197,22 @@ plot_cdf bench/charts/wake.png "hibernation: every round (ms)" "ms" 0 \
 		[[ -s bench/charts/$c.png ]] && echo "![$c](charts/$c.png)" && echo
 	done
 	echo "Each chart is a cumulative distribution: a point (x, y) says y percent of the calls took"
-	echo "x or less. Hibernation has one sample per round."
+	echo "x or less; n is the number of samples."
+	if [[ -s $R/node.json ]] && jq -e '.capacity.measured != null' "$R/node.json" >/dev/null; then
+		echo
+		echo "## Capacity"
+		echo
+		jq -r --argjson v "${V[max_ready_sandboxes]}" '.capacity as $c | $c.measured as $m |
+			"The capacity fill of bench/node.sh had \($m.ready_at_once) desktops ready at once" +
+			(if $m.fill_s then " after \($m.fill_s) s" else "" end) +
+			(if $m.by == "fork" then ", added as forks of an idle desktop, 8 at a time (each a whole sandbox restored from the same checkpoint)"
+			 else ", created one at a time" end) +
+			"; it stopped because: \($m.stopped_because)" +
+			(if $v == null then " (so that is a lower bound, and `max_ready_sandboxes` is n/a)" else "" end) +
+			". With all of them idle the host had \($m.mem_available_mib) MiB available and \($m.host_busy_cores) of \(.host.cpus) cores busy" +
+			(if $m.mem_available_drop_per_sandbox_mib then "; each added desktop took \($m.mem_available_drop_per_sandbox_mib) MiB of MemAvailable" else "" end) +
+			" (an idle booted one: \(.memory.host_available_drop_mib) MiB of MemAvailable, PSS \(.memory.sentry_pss_mib + .memory.gofer_pss_mib | floor) MiB). " +
+			"Projected from \(.memory.m) idle booted desktops: \($c.projected_by_memory) by memory, \($c.projected_by_cpu) by CPU."' "$R/node.json"
+	fi
 } >bench/RESULTS.md
 echo "wrote bench/RESULTS.md"
