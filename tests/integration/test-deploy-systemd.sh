@@ -83,7 +83,10 @@ mount -t tmpfs -o size=2g tmpfs "$W/t" && mkdir "$W/t/upper" "$W/t/work" &&
 check "an overlay of this machine's root for the container" mountpoint -q "$M"
 # The node agent's runtime directory (RuntimeDirectory=cloche, 0755), shared.
 chmod 0755 "$W/run-cloche"
+# The checkout at its own path: the container's /tmp is its own (a CI
+# checkout may be there).
 systemd-nspawn -q -D "$M" -M "cloche-t$$" --hostname="$(hostname)" --register=no --keep-unit --bind="$W/run-cloche:/run/cloche" \
+	--bind-ro="$PWD" \
 	-b -- --unit=basic.target >"$W/container.log" 2>&1 &
 nspawn_pid=$!
 for ((i = 0; i < 100; i++)); do
