@@ -133,7 +133,9 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 		return 0;
 	if (buf_appends(out, "\n### Page state\n", e) == -1)
 		return -1;
-	return snapshot_take(t->b, &t->cx, NULL, t->o->max_snapshot, out, e);
+	/* a short outline: an action's answer should not be a whole huge
+	 * page; the note says how to read on */
+	return snapshot_take(t->b, &t->cx, NULL, 0, 0, t->o->max_snapshot / 4, out, e);
 }
 
 static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
@@ -245,13 +247,60 @@ static int tl_back(struct tl *t, const json_t *args, struct mcp_result *res, str
 	return tl_finish(t, &out, res, e);
 }
 
+/* An optional whole-number argument within [lo, hi]; *v keeps its default
+ * when it is absent or null.  0 or -1 (a bad request). */
+static int tl_count(const json_t *args, const char *name, long long lo, long long hi, long long *v,
+		    struct err *e)
+{
+	const json_t *j = json_object_get(args, name);
+
+	if (!j || json_is_null(j))
+		return 0;
+	if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
+		return err_http(e, 400, "`%s` must be a whole number from %lld to %lld", name, lo, hi);
+	*v = json_integer_value(j);
+	return 0;
+}
+
 static int tl_snapshot(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref;
+	long long depth = 0, offset = 0;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
-	if (tl_target(args, false, &ref, e) == -1 ||
-	    snapshot_take(t->b, &t->cx, ref, t->o->max_snapshot, &out, e) == -1)
+	if (tl_target(args, false, &ref, e) == -1 || tl_count(args, "depth", 1, 200, &depth, e) == -1 ||
+	    tl_count(args, "offset", 0, 100000000, &offset, e) == -1 ||
+	    snapshot_take(t->b, &t->cx, ref, (int)depth, (size_t)offset, t->o->max_snapshot, &out, e) == -1)
+		return -1;
+	return mcp_result_textn(res, buf_str(&out), out.len);
+}
+
+static int tl_find(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
+{
+	const char *text, *pattern;
+	long long limit = 20;
+	regex_t re;
+	int rc;
+	AUTOBUF struct buf out = BUF_INIT(4u << 20);
+
+	if (cj_get_str(args, "text", NULL, &text, e) == -1 || cj_get_str(args, "regex", NULL, &pattern, e) == -1 ||
+	    tl_count(args, "limit", 1, 500, &limit, e) == -1)
+		return -1;
+	if (!text == !pattern)
+		return err_http(e, 400, "give one of `text` and `regex`");
+	if (text && !text[0])
+		return err_http(e, 400, "`text` is empty");
+	if (pattern && (rc = regcomp(&re, pattern, REG_EXTENDED)) != 0) {
+		char why[160];
+
+		regerror(rc, &re, why, sizeof(why));
+		return err_http(e, 400, "`regex` does not compile: %s", why);
+	}
+	struct snap_query q = {text, pattern ? &re : NULL, (size_t)limit};
+	rc = snapshot_search_take(t->b, &t->cx, &q, &out, e);
+	if (pattern)
+		regfree(&re);
+	if (rc == -1)
 		return -1;
 	return mcp_result_textn(res, buf_str(&out), out.len);
 }
@@ -881,8 +930,17 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, false, tl_back},
 	{"browser_snapshot", "Page snapshot",
 	 "Capture an accessibility snapshot of the current page (or of one element): an outline of its elements with refs (e.g. [ref=e12]) that the other tools take as `target`. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
-	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") "}}",
+	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") ","
+	 "\"depth\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"Levels of the outline to show (1: the top ones); deeper parts are summed up with a ref to look into\"},"
+	 "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Line of the outline to start at: a long page's snapshot says where the next part starts\"}}}",
 	 true, false, false, tl_snapshot},
+	{"browser_find", "Find on the page",
+	 "Find elements of the current page by their text: each match names the element that holds it with its ref, its line in the page snapshot and the text around the match. For reaching any part of a long page.",
+	 "{\"type\": \"object\", \"properties\": {"
+	 "\"text\": {\"type\": \"string\", \"description\": \"Text to look for (any case)\"},"
+	 "\"regex\": {\"type\": \"string\", \"description\": \"Or a POSIX extended regular expression (case matters)\"},"
+	 "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 500, \"description\": \"Matches to list at most (20)\"}}}",
+	 true, false, false, tl_find},
 	{"browser_click", "Click", "Click an element of the page, named by its ref from the snapshot (`target`).",
 	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"doubleClick\": {\"type\": \"boolean\", \"description\": \"Double-click instead of a single click\"},"
