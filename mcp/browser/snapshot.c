@@ -661,12 +661,15 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 		return -1;
 	if (offset == 0 && st.shown == st.lines)
 		return 0;
+	if (st.shown == 0)
+		return err_http(e, 400, "line %zu is longer than %zu characters", offset, max_chars);
 	size_t next = offset + st.shown;
-	if (buf_appendf(out, e, "[Lines %zu-%zu of %zu shown", offset + 1, next, st.lines) == -1)
+	if (buf_appendf(out, e, "[Lines %zu-%zu of %zu shown (lines count from 0)", offset, next - 1,
+			st.lines) == -1)
 		return -1;
 	if (next < st.lines)
 		return buf_appendf(out, e,
-				   " (at most %zu characters). The rest: browser_snapshot {%s\"offset\": %zu}; "
+				   ", at most %zu characters. The rest: browser_snapshot {%s\"offset\": %zu}; "
 				   "one part: browser_snapshot {\"target\": \"<ref>\", \"depth\": 2}; a text: "
 				   "browser_find {\"text\": \"...\"}.]\n",
 				   max_chars, part, next);

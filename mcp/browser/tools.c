@@ -5,6 +5,7 @@
  * the page state afterwards, as playwright-mcp does, so an agent rarely
  * needs a separate snapshot call. */
 #include "mcp/browser/tools.h"
+#include "mcp/browser/tools_int.h"
 
 #include "common/buf.h"
 #include "common/json.h"
@@ -22,21 +23,6 @@
 #define TL_TEXT_WAIT_MS 30000
 #define TL_MAX_SHOT_HEIGHT 16384
 
-struct tl {
-	struct browser *b;
-	struct br_cx cx;
-	struct mcp_call *call;
-	const struct tools_opts *o;
-};
-
-typedef int (*tl_fn)(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e);
-
-struct tl_def {
-	const char *name, *title, *desc, *schema;
-	bool read_only, destructive;
-	bool during_dialog; /* usable while a JavaScript dialog blocks the page */
-	tl_fn fn;
-};
 
 struct tl_bound {
 	const struct tl_def *def;
@@ -90,7 +76,7 @@ long tools_base64_decode(const char *in, size_t len, unsigned char *out)
 	return n;
 }
 
-static json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
+json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
 {
 	return br_cdp(t->b, &t->cx, true, method, params, e);
 }
@@ -138,7 +124,7 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 	return snapshot_take(t->b, &t->cx, NULL, 0, 0, t->o->max_snapshot / 4, out, e);
 }
 
-static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
+int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
 {
 	char type[16], msg[512];
 
@@ -153,7 +139,7 @@ static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, stru
 	return mcp_result_textn(res, out->data ? out->data : "", out->len);
 }
 
-static const char *tl_label(const json_t *args, const char *ref)
+const char *tl_label(const json_t *args, const char *ref)
 {
 	const char *el = json_string_value(json_object_get(args, "element"));
 	return el && el[0] ? el : ref;
@@ -177,13 +163,13 @@ int tools_element_arg(const json_t *args, const char *name, const char *alias, b
 }
 
 /* The element argument of most tools: `target`, or its older name `ref`. */
-static int tl_target(const json_t *args, bool required, const char **ref, struct err *e)
+int tl_target(const json_t *args, bool required, const char **ref, struct err *e)
 {
 	return tools_element_arg(args, "target", "ref", required, ref, e);
 }
 
 /* Reads the required element argument and resolves it to a live element. */
-static int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
+int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
 		      int *backend, struct err *e)
 {
 	if (tl_target(args, true, ref, e) == -1 ||
@@ -249,7 +235,7 @@ static int tl_back(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 /* An optional whole-number argument within [lo, hi]; *v keeps its default
  * when it is absent or null.  0 or -1 (a bad request). */
-static int tl_count(const json_t *args, const char *name, long long lo, long long hi, long long *v,
+int tl_count(const json_t *args, const char *name, long long lo, long long hi, long long *v,
 		    struct err *e)
 {
 	const json_t *j = json_object_get(args, name);
@@ -909,18 +895,6 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 /* --- the table ------------------------------------------------------------------ */
 
-/* An element argument is `target` (playwright-mcp's name since 2026) or `ref`
- * (its name before), so neither can be in "required": saying "one of the
- * two" takes a top-level anyOf, which some model APIs refuse in a tool
- * schema.  The descriptions say it and tools_element_arg() enforces it. */
-#define TARGET_DESC(what, need) \
-	"{\"type\": \"string\", \"description\": \"Exact " what " ref from the page snapshot, e.g. e12 (" need ")\"}"
-#define ALIAS_DESC(name) "{\"type\": \"string\", \"description\": \"Older name of `" name "`, still accepted\"}"
-#define TARGET_PROPS(need)                                                                  \
-	"\"element\": {\"type\": \"string\", \"description\": \"Human-readable description of " \
-	"the element, for the record\"},"                                                       \
-	"\"target\": " TARGET_DESC("element", need) ", \"ref\": " ALIAS_DESC("target")
-#define TARGET_REQUIRED TARGET_PROPS("required; older clients send it as `ref`")
 
 static const struct tl_def tl_defs[] = {
 	{"browser_navigate", "Navigate to a URL", "Navigate the current tab to a URL and wait for it to load. Answers with the page snapshot.",
@@ -1023,11 +997,26 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, true, tl_close},
 };
 
+/* The i-th tool of both tables (tools.c's and tools_more.c's), NULL past
+ * the end. */
+static const struct tl_def *tl_nth(size_t i)
+{
+	size_t more;
+	const struct tl_def *m = tl_more_defs(&more);
+
+	if (i < ARRAY_LEN(tl_defs))
+		return &tl_defs[i];
+	i -= ARRAY_LEN(tl_defs);
+	return i < more ? &m[i] : NULL;
+}
+
 const char *tools_schema(const char *name)
 {
-	for (size_t i = 0; i < ARRAY_LEN(tl_defs); i++)
-		if (strcmp(tl_defs[i].name, name) == 0)
-			return tl_defs[i].schema;
+	const struct tl_def *d;
+
+	for (size_t i = 0; (d = tl_nth(i)); i++)
+		if (strcmp(d->name, name) == 0)
+			return d->schema;
 	return NULL;
 }
 
@@ -1070,15 +1059,19 @@ struct tools *tools_register(struct mcp_server *s, struct browser *b, const stru
 {
 	struct tools *t = calloc(1, sizeof(*t));
 
-	if (!t || !(t->bound = calloc(ARRAY_LEN(tl_defs), sizeof(*t->bound)))) {
+	size_t n = 0;
+
+	while (tl_nth(n))
+		n++;
+	if (!t || !(t->bound = calloc(n, sizeof(*t->bound)))) {
 		free(t);
 		err_set(e, ENOMEM, "tools");
 		return NULL;
 	}
 	t->b = b;
 	t->o = *o;
-	for (size_t i = 0; i < ARRAY_LEN(tl_defs); i++) {
-		const struct tl_def *d = &tl_defs[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct tl_def *d = tl_nth(i);
 		struct mcp_tool tool = {d->name, d->title, d->desc, d->schema, NULL, d->read_only,
 					d->destructive, tl_dispatch, &t->bound[i]};
 		t->bound[i] = (struct tl_bound){d, t};
