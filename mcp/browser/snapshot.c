@@ -287,7 +287,8 @@ static void snap_attrs(struct buf *line, const json_t *node)
 {
 	const json_t *v;
 
-	if ((v = snap_prop(node, "level")) && json_is_integer(v))
+	if ((v = snap_prop(node, "level")) && json_is_integer(v) &&
+	    strcmp(snap_str(node, "role"), "heading") == 0)
 		buf_appendf(line, NULL, " [level=%lld]", (long long)json_integer_value(v));
 	if ((v = snap_prop(node, "checked"))) {
 		const char *c = json_string_value(v);
@@ -319,6 +320,47 @@ static void snap_render_kids(struct snap *s, const json_t *kids, int depth)
 		snap_render(s, json_array_get(s->nodes, (size_t)json_integer_value(pos)), depth);
 }
 
+/* Appends the text of node's subtree to acc; false when it holds anything
+ * that is more than text (an element that gets a ref, a control). */
+static bool snap_only_text(const struct snap *s, const json_t *node, struct buf *acc, int depth)
+{
+	size_t i;
+	json_t *id;
+
+	if (depth > SNAP_MAX_DEPTH || acc->len > 4 * SNAP_MAX_TEXT)
+		return false;
+	json_array_foreach(json_object_get(node, "childIds"), i, id) {
+		const json_t *k = snap_by_id(s->nodes, s->index, id);
+
+		if (!k || snap_dropped(k))
+			continue;
+		if (snap_is_text(k)) {
+			buf_append(acc, " ", 1, NULL);
+			buf_appends(acc, snap_str(k, "name"), NULL);
+		} else if (snap_pointable(k) || !snap_only_text(s, k, acc, depth + 1)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* True when the words of a and b are the same (whitespace aside). */
+static bool snap_same_words(const char *a, const char *b)
+{
+	for (;;) {
+		while (isspace((unsigned char)*a))
+			a++;
+		while (isspace((unsigned char)*b))
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		if (*a != *b)
+			return false;
+		a++;
+		b++;
+	}
+}
+
 /* Folds text-only children into the line's rest ("- paragraph: Hi") or a
  * textbox's value; clears kids when they are said by it. */
 static void snap_fold(const struct snap *s, const json_t *node, json_t *kids, struct buf *rest)
@@ -345,6 +387,14 @@ static void snap_fold(const struct snap *s, const json_t *node, json_t *kids, st
 		snap_text(rest, value, false);
 		if (only_text)
 			json_array_clear(kids);
+	} else if (!only_text && !snap_blank(name)) {
+		/* a name that is all its subtree says: "- link "Class: Foo""
+		 * rather than the link and then its text and code again */
+		struct buf all = BUF_INIT(1 << 16);
+
+		if (snap_only_text(s, node, &all, 0) && snap_same_words(buf_str(&all), name))
+			json_array_clear(kids);
+		buf_free(&all);
 	} else if (only_text) {
 		struct buf a = BUF_INIT(1 << 20), b = BUF_INIT(1 << 20);
 
@@ -512,9 +562,16 @@ static void snap_excerpt(struct buf *out, const char *t, size_t at, size_t len)
  * that stands for itself in the outline and has a DOM node. */
 static const json_t *snap_anchor(const json_t *nodes, json_t *index, const json_t *node)
 {
+	/* inside a line of text: the element holding the line says more */
+	static const char *const inline_roles[] = {"code",     "emphasis",  "strong",   "mark",
+						   "superscript", "subscript", "time", "abbr",
+						   "insertion", "deletion", "LabelText"};
+
 	for (int hops = 0; node && hops < SNAP_MAX_DEPTH; hops++) {
 		if (!snap_is_text(node) && !snap_passthrough(node) && !snap_dropped(node) &&
-		    json_is_integer(json_object_get(node, "backendDOMNodeId")))
+		    json_is_integer(json_object_get(node, "backendDOMNodeId")) &&
+		    (snap_pointable(node) ||
+		     !snap_role_in(snap_str(node, "role"), inline_roles, ARRAY_LEN(inline_roles))))
 			return node;
 		node = snap_by_id(nodes, index, json_object_get(node, "parentId"));
 	}

@@ -84,6 +84,11 @@ static const struct {
 	 "," N("3", "listitem", "", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "ListMarker", "•", "[]", ",\"backendDOMNodeId\":4")
 	 "," N("5", "StaticText", "An item", "[]", "") "]",
 	 "- list\n  - listitem: An item\n"},
+	{"a name that is all its subtree says stands alone; list items show no level",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "listitem", "", "[\"3\"]", ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"level\",\"value\":{\"value\":1}}]")
+	 "," N("3", "link", "Class: Foo", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "StaticText", "Class:", "[]", "")
+	 "," N("5", "code", "", "[\"6\"]", ",\"backendDOMNodeId\":5") "," N("6", "StaticText", "Foo", "[]", "") "]",
+	 "- listitem\n  - link \"Class: Foo\" [ref=e1]\n"},
 	{"anything focusable gets a ref",
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "group", "Box", "[]",
 	 ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"focusable\",\"value\":{\"value\":true}}]") "]",
