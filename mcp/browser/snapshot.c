@@ -17,7 +17,8 @@
 #include <strings.h>
 
 #define SNAP_MAX_DEPTH 200
-#define SNAP_MAX_TEXT 300
+#define SNAP_MAX_NAME 300   /* characters of a name or an address */
+#define SNAP_MAX_TEXT 4000  /* of a text (a paragraph is read, not cut) */
 #define SNAP_REF_ROOM 16   /* " [ref=e12345678]" */
 #define FIND_BEFORE 60     /* bytes of context before a match */
 #define FIND_AFTER 100     /* and after it */
@@ -159,9 +160,10 @@ static bool snap_has_value(const char *role)
 /* --- writing --------------------------------------------------------------------- */
 
 /* Appends text on one line: whitespace collapsed, quotes escaped when
- * quoted, at most SNAP_MAX_TEXT characters. */
+ * quoted (a name: at most SNAP_MAX_NAME characters; else SNAP_MAX_TEXT). */
 static void snap_text(struct buf *line, const char *t, bool quoted)
 {
+	size_t max = quoted ? SNAP_MAX_NAME : SNAP_MAX_TEXT;
 	size_t n = 0;
 	bool space = false;
 
@@ -176,7 +178,7 @@ static void snap_text(struct buf *line, const char *t, bool quoted)
 		if (space)
 			buf_append(line, " ", 1, NULL);
 		space = false;
-		if (n >= SNAP_MAX_TEXT && (c & 0xC0) != 0x80) {
+		if (n >= max && (c & 0xC0) != 0x80) {
 			buf_appends(line, "…", NULL);
 			return;
 		}

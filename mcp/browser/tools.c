@@ -81,11 +81,8 @@ json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
 	return br_cdp(t->b, &t->cx, true, method, params, e);
 }
 
-/* Calls fn (JavaScript function text) with `this` = the element and
- * args (a JSON array of plain values, stolen; NULL: none).  Returns the
- * by-value result or NULL; a thrown exception is an error with its text. */
-static json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
-			  struct err *e)
+json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
+		   struct err *e)
 {
 	json_t *argv = json_array();
 	size_t i;

@@ -31,6 +31,12 @@ struct tl_def {
 /* A DevTools command to the current tab. */
 json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e);
 
+/* Calls fn (JavaScript function text) with `this` = the element and args
+ * (a JSON array of plain values, stolen; NULL: none).  Returns the
+ * by-value result or NULL; a thrown exception is an error with its text. */
+json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
+		   struct err *e);
+
 /* Ends an action's answer: out, then the page state (or the dialog that
  * blocks the page). */
 int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e);

@@ -67,9 +67,17 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 	if (tm_paths(files, e) == -1)
 		return -1;
 	if (ref) {
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
+		AUTOJSON json_t *m = NULL;
+
+		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1 ||
+		    !(m = tl_call_on(t, obj,
+				     "function() { return this instanceof HTMLInputElement && this.type === 'file'"
+				     " ? this.multiple : null; }",
+				     NULL, e)))
 			return -1;
-		multiple = true; /* the page says otherwise if it is not */
+		if (!json_is_boolean(m))
+			return err_http(e, 400, "%s is not a file input", tl_label(args, ref));
+		multiple = json_is_true(m);
 	} else if (!(backend = br_file_chooser(t->b, &multiple))) {
 		return err_http(e, 400, "no file chooser is open: click the page's file input first "
 				"(browser_click), or give the input's `target`");
