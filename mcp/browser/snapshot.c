@@ -17,9 +17,14 @@
 #include <strings.h>
 
 #define SNAP_MAX_DEPTH 200
+/* Nesting is one space a level: YAML all the same, and on a page of nested
+ * lists the half of the indentation saved is a tenth of the outline. */
 #define SNAP_MAX_NAME 300   /* characters of a name or an address */
 #define SNAP_MAX_TEXT 4000  /* of a text (a paragraph is read, not cut) */
 #define SNAP_REF_ROOM 16   /* " [ref=e12345678]" */
+#define SNAP_MAX_INLINE 8000 /* a line of inline content; longer ones keep their structure */
+#define SNAP_MARK '\x01'      /* a ref to write in an inline line: \x01<backend>\x02 */
+#define SNAP_MARK_END '\x02'
 #define FIND_BEFORE 60     /* bytes of context before a match */
 #define FIND_AFTER 100     /* and after it */
 
@@ -137,7 +142,7 @@ static bool snap_pointable(const json_t *node)
 		"link",	      "button",	      "textbox",     "searchbox",	 "checkbox",
 		"radio",      "combobox",     "listbox",     "option",		 "menuitem",
 		"menuitemcheckbox", "menuitemradio", "tab", "switch",		 "slider",
-		"spinbutton", "treeitem",     "heading",     "img",		 "image",
+		"spinbutton", "treeitem",     "heading",
 		"table",      "grid",	      "treegrid",    "dialog",		 "alertdialog",
 		"main",	      "navigation",   "region",	     "article",		 "complementary",
 		"form",	      "search",	      "banner",	     "contentinfo",	 "figure",
@@ -235,30 +240,56 @@ void snapshot_rel_url(const char *page, const char *url, struct buf *out)
 /* One line of the outline: prefix, the node's ref when backend is set (and
  * the line is written), rest.  Lines before the offset and past the bound
  * are counted only. */
+/* Appends the ref of DOM node backend (" [ref=e12]", or with space false
+ * "[ref=e12]"); nothing when it gets no number. */
+static int snap_ref_text(struct snap *s, int backend, bool space, struct buf *out)
+{
+	unsigned r = s->o->ref_for ? s->o->ref_for(s->o->ud, backend) : 0;
+
+	return r ? buf_appendf(out, NULL, "%s[ref=e%u]", space ? " " : "", r) : 0;
+}
+
+/* One line of the outline: prefix, the node's ref when backend is set (and
+ * the line is written), rest, whose ref marks (SNAP_MARK backend
+ * SNAP_MARK_END, from inline links) become refs too.  Lines before the
+ * offset and past the bound are counted only. */
 static void snap_line(struct snap *s, const json_t *node, const struct buf *prefix, int backend,
 		      const char *rest)
 {
-	size_t n = s->line++, restlen = strlen(rest);
+	size_t n = s->line++, restlen = strlen(rest), marks = 0;
 	const char *id = node ? json_string_value(json_object_get(node, "nodeId")) : NULL;
-	char ref[32] = "";
 
 	if (s->line_of && id)
 		json_object_set_new(s->line_of, id, json_integer((json_int_t)n));
 	if (n < s->o->offset || s->full)
 		return;
-	if (s->out->len - s->start + prefix->len + restlen + 1 + (backend ? SNAP_REF_ROOM : 0) >
+	for (const char *p = rest; (p = strchr(p, SNAP_MARK)); p++)
+		marks++;
+	if (s->out->len - s->start + prefix->len + restlen + 1 + (marks + (backend ? 1 : 0)) * SNAP_REF_ROOM >
 	    s->o->max_chars) {
 		s->full = true;
 		return;
 	}
-	if (backend && s->o->ref_for) {
-		unsigned r = s->o->ref_for(s->o->ud, backend);
-		if (r)
-			snprintf(ref, sizeof(ref), " [ref=e%u]", r);
-	}
 	if (buf_append(s->out, prefix->data, prefix->len, NULL) == -1 ||
-	    buf_appends(s->out, ref, NULL) == -1 || buf_append(s->out, rest, restlen, NULL) == -1 ||
-	    buf_append(s->out, "\n", 1, NULL) == -1) {
+	    (backend && snap_ref_text(s, backend, true, s->out) == -1)) {
+		s->full = true;
+		return;
+	}
+	for (const char *p = rest; *p;) {
+		const char *m = strchr(p, SNAP_MARK), *end;
+
+		if (!m) {
+			buf_appends(s->out, p, NULL);
+			break;
+		}
+		buf_append(s->out, p, (size_t)(m - p), NULL);
+		end = strchr(m, SNAP_MARK_END);
+		if (!end)
+			break;
+		snap_ref_text(s, atoi(m + 1), false, s->out);
+		p = end + 1;
+	}
+	if (buf_append(s->out, "\n", 1, NULL) == -1) {
 		s->full = true;
 		return;
 	}
@@ -313,13 +344,34 @@ static void snap_attrs(struct buf *line, const json_t *node)
 
 static void snap_render(struct snap *s, const json_t *node, int depth);
 
+static bool snap_run_member(const struct snap *s, const json_t *node);
+static void snap_render_run(struct snap *s, const json_t *run, int depth);
+
+/* Renders kids at depth; a run of inline kids side by side (the text,
+ * links and code of a container that is not itself shown) goes on one
+ * `- text:` line, as it reads. */
 static void snap_render_kids(struct snap *s, const json_t *kids, int depth)
 {
-	size_t i;
-	json_t *pos;
+	size_t i = 0, n = json_array_size(kids);
 
-	json_array_foreach(kids, i, pos)
-		snap_render(s, json_array_get(s->nodes, (size_t)json_integer_value(pos)), depth);
+	while (i < n) {
+		size_t j = i;
+
+		while (j < n && snap_run_member(s, json_array_get(s->nodes, (size_t)json_integer_value(
+								   json_array_get(kids, j)))))
+			j++;
+		if (j - i >= 2) {
+			AUTOJSON json_t *run = json_array();
+
+			for (size_t k = i; k < j; k++)
+				json_array_append(run, json_array_get(kids, k));
+			snap_render_run(s, run, depth);
+			i = j;
+			continue;
+		}
+		snap_render(s, json_array_get(s->nodes, (size_t)json_integer_value(json_array_get(kids, i))), depth);
+		i++;
+	}
 }
 
 /* Appends the text of node's subtree to acc; false when it holds anything
@@ -415,6 +467,175 @@ static void snap_fold(const struct snap *s, const json_t *node, json_t *kids, st
 	buf_free(&text);
 }
 
+/* Roles that live inside a line of text. */
+static bool snap_inline_role(const char *role)
+{
+	static const char *const roles[] = {"code",	  "emphasis", "strong",	  "mark",
+					    "superscript", "subscript", "abbr",	  "time",
+					    "insertion",   "deletion",	 "image",  "img"};
+
+	return snap_role_in(role, roles, ARRAY_LEN(roles));
+}
+
+/* A line of text being put together from inline pieces: markup for the
+ * outline, plain words for comparing with a name. */
+struct snap_inl {
+	struct buf *out, *plain;
+	bool space;   /* a space is due before the next piece */
+	bool started;
+	bool element; /* the last piece was a link or code, not text */
+	char last;    /* its last character */
+	size_t texts; /* pieces of text that say something */
+};
+
+/* Appends a piece; the spaces between pieces come from the text's own,
+ * and around a link or code (whose neighbouring spaces the tree dropped)
+ * one goes unless punctuation follows or a bracket opened. */
+static void snap_inl_piece(struct snap_inl *in, const char *raw, const char *markup, bool text)
+{
+	bool punct = raw[0] && strchr(".,;:!?)]}'\"", raw[0]);
+
+	if (in->started && (in->space || isspace((unsigned char)raw[0]) ||
+			    ((in->element || !text) && !punct && !strchr("([{/'\"", in->last)))) {
+		buf_append(in->out, " ", 1, NULL);
+		buf_append(in->plain, " ", 1, NULL);
+	}
+	buf_appends(in->out, markup, NULL);
+	buf_appends(in->plain, raw, NULL);
+	if (!snap_blank(raw)) {
+		in->started = true;
+		in->last = raw[strlen(raw) - 1];
+		if (text)
+			in->texts++;
+	}
+	in->element = !text;
+	in->space = raw[0] && isspace((unsigned char)raw[strlen(raw) - 1]);
+}
+
+/* Puts kids (positions in nodes) on one line: text as it is, code in
+ * backticks, a link as [label](address) with its ref, an image as its
+ * name.  False when a kid is more than inline (a block, a control, a link
+ * around more than text) or the line grows too long. */
+static bool snap_inline(const struct snap *s, const json_t *kids, struct snap_inl *in, bool in_link,
+			int depth)
+{
+	size_t i;
+	json_t *pos;
+
+	if (depth > 8)
+		return false;
+	json_array_foreach(kids, i, pos) {
+		const json_t *k = json_array_get(s->nodes, (size_t)json_integer_value(pos));
+		const char *role = snap_str(k, "role"), *name = snap_str(k, "name");
+		struct buf m = BUF_INIT(SNAP_MAX_INLINE * 2), inner = BUF_INIT(SNAP_MAX_INLINE * 2),
+			   plain = BUF_INIT(SNAP_MAX_INLINE * 2);
+		AUTOJSON json_t *kk = json_array();
+		struct snap_inl sub = {&inner, &plain, false, false, false, ' ', 0};
+		bool ok = true;
+
+		if (snap_is_text(k)) {
+			snap_text(&m, name, false);
+			snap_inl_piece(in, name, buf_str(&m), true);
+		} else if ((strcmp(role, "link") == 0 && !in_link) || snap_inline_role(role)) {
+			const json_t *url = snap_prop(k, "url"), *be = json_object_get(k, "backendDOMNodeId");
+			bool link = strcmp(role, "link") == 0;
+
+			snap_kids(s, k, kk, 0);
+			ok = snap_pointable(k) == link && snap_inline(s, kk, &sub, in_link || link, depth + 1);
+			if (ok && snap_blank(buf_str(&plain)) && !snap_blank(name)) {
+				snap_text(&inner, name, false);
+				buf_appends(&plain, name, NULL);
+			}
+			if (ok && link) {
+				buf_appendf(&m, NULL, "[%s]", buf_str(&inner));
+				if (json_is_string(url) && json_string_length(url)) {
+					struct buf u = BUF_INIT(1 << 16);
+
+					snapshot_rel_url(s->o->page_url, json_string_value(url), &u);
+					buf_appends(&m, "(", NULL);
+					snap_text(&m, buf_str(&u), false);
+					buf_appends(&m, ")", NULL);
+					buf_free(&u);
+				}
+				if (json_is_integer(be))
+					buf_appendf(&m, NULL, "%c%lld%c", SNAP_MARK, (long long)json_integer_value(be),
+						    SNAP_MARK_END);
+			} else if (ok && strcmp(role, "code") == 0 && !snap_blank(buf_str(&inner))) {
+				buf_appendf(&m, NULL, "`%s`", buf_str(&inner));
+			} else if (ok) {
+				buf_appends(&m, buf_str(&inner), NULL);
+			}
+			if (ok)
+				snap_inl_piece(in, buf_str(&plain), buf_str(&m), false);
+		} else {
+			ok = false;
+		}
+		buf_free(&m);
+		buf_free(&inner);
+		buf_free(&plain);
+		if (!ok || in->out->len > SNAP_MAX_INLINE)
+			return false;
+	}
+	return true;
+}
+
+/* A kid that can share a line of text with its neighbours. */
+static bool snap_run_member(const struct snap *s, const json_t *node)
+{
+	const char *role = snap_str(node, "role");
+	AUTOJSON json_t *kk = NULL;
+	struct buf a = BUF_INIT(SNAP_MAX_INLINE * 2), b = BUF_INIT(SNAP_MAX_INLINE * 2);
+	struct snap_inl in = {&a, &b, false, false, false, ' ', 0};
+	bool ok;
+
+	if (!node)
+		return false;
+	if (snap_is_text(node))
+		return true;
+	if (strcmp(role, "link") != 0 && !snap_inline_role(role))
+		return false;
+	kk = json_array();
+	json_array_append_new(kk, json_integer((json_int_t)json_integer_value(
+					  json_object_get(s->index, json_string_value(json_object_get(node, "nodeId"))))));
+	ok = snap_inline(s, kk, &in, false, 0);
+	buf_free(&a);
+	buf_free(&b);
+	return ok;
+}
+
+static void snap_render_run(struct snap *s, const json_t *run, int depth)
+{
+	struct buf line = BUF_INIT(1 << 20), il = BUF_INIT(SNAP_MAX_INLINE * 4),
+		   plain = BUF_INIT(SNAP_MAX_INLINE * 4);
+	struct snap_inl in = {&il, &plain, false, false, false, ' ', 0};
+	int indent = depth < 40 ? depth : 40;
+	size_t i;
+	json_t *pos;
+
+	/* too long for one line, or links side by side without text between
+	 * (a bar of links, not a sentence) */
+	if (!snap_inline(s, run, &in, false, 0) || in.texts == 0) {
+		json_array_foreach(run, i, pos)
+			snap_render(s, json_array_get(s->nodes, (size_t)json_integer_value(pos)), depth);
+		goto out;
+	}
+	/* find's lines: each piece is on this one */
+	json_array_foreach(run, i, pos) {
+		const char *id = json_string_value(
+			json_object_get(json_array_get(s->nodes, (size_t)json_integer_value(pos)), "nodeId"));
+		if (s->line_of && id)
+			json_object_set_new(s->line_of, id, json_integer((json_int_t)s->line));
+	}
+	for (int k = 0; k < indent; k++)
+		buf_append(&line, " ", 1, NULL);
+	buf_appends(&line, "- text: ", NULL);
+	snap_line(s, NULL, &line, 0, buf_str(&il));
+out:
+	buf_free(&line);
+	buf_free(&il);
+	buf_free(&plain);
+}
+
 static void snap_render(struct snap *s, const json_t *node, int depth)
 {
 	struct buf line = BUF_INIT(1 << 20), rest = BUF_INIT(1 << 20);
@@ -425,7 +646,7 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 	bool hidden;
 
 	for (int i = 0; i < indent; i++)
-		buf_append(&line, "  ", 2, NULL);
+		buf_append(&line, " ", 1, NULL);
 	if (snap_is_text(node)) {
 		buf_appends(&line, "- text: ", NULL);
 		snap_text(&line, name, false);
@@ -435,6 +656,32 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 		return;
 	}
 	snap_kids(s, node, kids, 0);
+	/* Inline content on the node's own line; a name it only repeats goes. */
+	if (json_array_size(kids) > 0 && !snap_has_value(role)) {
+		struct buf il = BUF_INIT(SNAP_MAX_INLINE * 2), plain = BUF_INIT(SNAP_MAX_INLINE * 2);
+		struct snap_inl in = {&il, &plain, false, false, false, ' ', 0};
+
+		if (snap_inline(s, kids, &in, strcmp(role, "link") == 0, 0) && !snap_blank(buf_str(&plain))) {
+			bool markup = strchr(buf_str(&il), SNAP_MARK) || strchr(buf_str(&il), '`') ||
+				      strchr(buf_str(&il), '[');
+			bool same = snap_same_words(buf_str(&plain), name);
+
+			if (same && !markup) {
+				/* the name says it all */
+			} else if (markup) {
+				if (same)
+					name = "";
+				buf_appends(&rest, ": ", NULL);
+				buf_appends(&rest, buf_str(&il), NULL);
+			} else {
+				buf_appends(&rest, ": ", NULL);
+				snap_text(&rest, buf_str(&plain), false);
+			}
+			json_array_clear(kids);
+		}
+		buf_free(&il);
+		buf_free(&plain);
+	}
 	buf_appendf(&line, NULL, "- %s", role[0] ? role : "node");
 	if (!snap_blank(name)) {
 		buf_appends(&line, " \"", NULL);

@@ -72,7 +72,7 @@ static const struct {
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "form", "", "[\"3\",\"4\"]", ",\"backendDOMNodeId\":1")
 	 "," N("3", "none", "", "[]", ",\"ignored\":true") "," N("4", "textbox", "Name", "[\"5\"]", ",\"backendDOMNodeId\":2,\"value\":{\"value\":\"Ada\"}")
 	 "," N("5", "InlineTextBox", "Ada", "[]", "") "]",
-	 "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+	 "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
 	{"links show their url, relative to the page",
 	 "[" N("1", "RootWebArea", "T", "[\"2\",\"4\",\"5\"]", "") "," N("2", "link", "Docs", "[\"3\"]",
 	 ",\"backendDOMNodeId\":3,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/d\"}}]") "," N("3", "StaticText", "Docs", "[]", "")
@@ -83,12 +83,19 @@ static const struct {
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "list", "", "[\"3\"]", ",\"backendDOMNodeId\":2")
 	 "," N("3", "listitem", "", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "ListMarker", "•", "[]", ",\"backendDOMNodeId\":4")
 	 "," N("5", "StaticText", "An item", "[]", "") "]",
-	 "- list\n  - listitem: An item\n"},
-	{"a name that is all its subtree says stands alone; list items show no level",
+	 "- list\n - listitem: An item\n"},
+	{"inline content goes on its element's line: a link as [label][ref], code in backticks; list items show no level",
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "listitem", "", "[\"3\"]", ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"level\",\"value\":{\"value\":1}}]")
-	 "," N("3", "link", "Class: Foo", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "StaticText", "Class:", "[]", "")
+	 "," N("3", "link", "Class: Foo", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "StaticText", "Class: ", "[]", "")
 	 "," N("5", "code", "", "[\"6\"]", ",\"backendDOMNodeId\":5") "," N("6", "StaticText", "Foo", "[]", "") "]",
-	 "- listitem\n  - link \"Class: Foo\" [ref=e1]\n"},
+	 "- listitem: [Class: `Foo`][ref=e1]\n"},
+	{"text and links side by side in an unshown container read as one line",
+	 "[" N("1", "RootWebArea", "T", "[\"2\",\"7\"]", "") "," N("2", "generic", "", "[\"3\",\"4\",\"6\"]", ",\"backendDOMNodeId\":2")
+	 "," N("3", "StaticText", "Read the", "[]", "") "," N("4", "link", "docs", "[\"5\"]",
+	 ",\"backendDOMNodeId\":4,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/docs/api/d.html\"}}]")
+	 "," N("5", "StaticText", "docs", "[]", "") "," N("6", "StaticText", ", then go.", "[]", "")
+	 "," N("7", "button", "Go", "[]", ",\"backendDOMNodeId\":7") "]",
+	 "- text: Read the [docs](d.html)[ref=e1], then go.\n- button \"Go\" [ref=e2]\n"},
 	{"anything focusable gets a ref",
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "group", "Box", "[]",
 	 ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"focusable\",\"value\":{\"value\":true}}]") "]",
@@ -169,10 +176,10 @@ START_TEST(test_snapshot_element)
 		int backend;
 		const char *want;
 	} cases[] = {
-		{12, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
-		{11, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{12, "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
+		{11, "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
 		{13, "- textbox \"Name\" [ref=e1]: Ada\n"},
-		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n  - textbox \"Name\" [ref=e3]: Ada\n"},
+		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n - textbox \"Name\" [ref=e3]: Ada\n"},
 	};
 	struct err e = ERR_INIT;
 	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
@@ -210,13 +217,13 @@ START_TEST(test_snapshot_depth)
 		"," N("7", "link", "B", "[]", ",\"parentId\":\"6\",\"backendDOMNodeId\":7") "]";
 	char *got = render_part(nodes_json, 10000, 2, 0, NULL);
 
-	ck_assert_str_eq(got, "- navigation \"Side\" [ref=e1]\n  - list [ref=e2] (2 inside)\n");
+	ck_assert_str_eq(got, "- navigation \"Side\" [ref=e1]\n - list [ref=e2] (2 inside)\n");
 	free(got);
 	got = render_part(nodes_json, 10000, 1, 0, NULL);
 	ck_assert_str_eq(got, "- navigation \"Side\" [ref=e1] (1 inside)\n");
 	free(got);
 	got = render_part(nodes_json, 10000, 0, 2, NULL);
-	ck_assert_str_eq(got, "    - listitem\n      - link \"A\" [ref=e1]\n    - listitem\n      - link \"B\" [ref=e2]\n");
+	ck_assert_str_eq(got, "  - listitem: [A][ref=e1]\n  - listitem: [B][ref=e2]\n");
 	free(got);
 }
 END_TEST
