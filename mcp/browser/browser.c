@@ -21,6 +21,17 @@
 #define BR_MAX_REFS 50000
 #define BR_LOCK_WAIT_MS 60000
 #define BR_NAV_GRACE_MS 250
+#define BR_NET_MAX 500 /* requests kept per tab (of its current document) */
+
+/* One network request of a tab's current document. */
+struct br_req {
+	char id[48];
+	char method[12];
+	char *url;
+	char type[16];
+	int status;        /* 0 until the response */
+	char *failed;      /* the error text of a failed one, or NULL */
+};
 
 struct br_tab {
 	char target[64];
@@ -35,6 +46,10 @@ struct br_tab {
 	unsigned con_head, con_n;
 	char dialog_type[16];    /* "" when no JavaScript dialog is open */
 	char dialog_msg[512];
+	struct br_req *net;      /* BR_NET_MAX slots, the oldest dropped */
+	unsigned net_head, net_n, net_dropped;
+	int chooser_backend;     /* a file chooser opened (intercepted): its input; 0: none */
+	bool chooser_multiple;
 };
 
 struct br_ref {
@@ -81,8 +96,20 @@ struct browser *browser_new(const struct browser_opts *o)
 	return b;
 }
 
+static void br_net_clear(struct br_tab *t)
+{
+	for (unsigned i = 0; t->net && i < t->net_n; i++) {
+		struct br_req *r = &t->net[(t->net_head + i) % BR_NET_MAX];
+		free(r->url);
+		free(r->failed);
+	}
+	t->net_head = t->net_n = t->net_dropped = 0;
+}
+
 static void br_tab_free(struct br_tab *t)
 {
+	br_net_clear(t);
+	free(t->net);
 	if (!t)
 		return;
 	for (unsigned i = 0; i < BR_CONSOLE_MAX; i++)
@@ -265,6 +292,61 @@ static void br_console_event(struct br_tab *t, const char *method, json_t *param
 	buf_free(&line);
 }
 
+static struct br_req *br_net_find(struct br_tab *t, const char *id)
+{
+	for (unsigned i = 0; id && t->net && i < t->net_n; i++) {
+		struct br_req *r = &t->net[(t->net_head + i) % BR_NET_MAX];
+		if (strcmp(r->id, id) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* Network.* events: the requests of the tab's current document (a new
+ * main-frame document starts the list again). */
+static void br_net_event(struct br_tab *t, const char *method, json_t *params)
+{
+	const char *id = json_string_value(json_object_get(params, "requestId"));
+	struct br_req *r;
+
+	if (strcmp(method, "Network.requestWillBeSent") == 0) {
+		const json_t *req = json_object_get(params, "request");
+		const char *type = json_string_value(json_object_get(params, "type")),
+			   *frame = json_string_value(json_object_get(params, "frameId"));
+
+		if (type && strcmp(type, "Document") == 0 && frame && strcmp(frame, t->target) == 0)
+			br_net_clear(t);
+		if (!id || (!t->net && !(t->net = calloc(BR_NET_MAX, sizeof(*t->net)))))
+			return;
+		if ((r = br_net_find(t, id))) { /* a redirect: the same id goes on */
+			free(r->url);
+		} else {
+			if (t->net_n == BR_NET_MAX) {
+				r = &t->net[t->net_head];
+				free(r->url);
+				free(r->failed);
+				t->net_head = (t->net_head + 1) % BR_NET_MAX;
+				t->net_dropped++;
+			} else {
+				r = &t->net[(t->net_head + t->net_n++) % BR_NET_MAX];
+			}
+			memset(r, 0, sizeof(*r));
+			br_copy(r->id, sizeof(r->id), id);
+		}
+		br_copy(r->method, sizeof(r->method), json_string_value(json_object_get(req, "method")));
+		br_copy(r->type, sizeof(r->type), type);
+		r->url = strdup(json_string_value(json_object_get(req, "url")) ?: "");
+		r->status = 0;
+	} else if (!(r = br_net_find(t, id))) {
+		return;
+	} else if (strcmp(method, "Network.responseReceived") == 0) {
+		r->status = (int)json_integer_value(json_object_get(json_object_get(params, "response"), "status"));
+	} else if (strcmp(method, "Network.loadingFailed") == 0) {
+		free(r->failed);
+		r->failed = strdup(json_string_value(json_object_get(params, "errorText")) ?: "failed");
+	}
+}
+
 void browser_on_event(void *ud, const char *session, const char *method, json_t *params)
 {
 	struct browser *b = ud;
@@ -292,6 +374,7 @@ void browser_on_event(void *ud, const char *session, const char *method, json_t 
 			if (!json_object_get(f, "parentId")) {
 				t->epoch = ++b->epoch_gen;
 				br_copy(t->url, sizeof(t->url), json_string_value(json_object_get(f, "url")));
+				t->chooser_backend = 0;
 			}
 		} else if (strcmp(method, "Page.frameStartedLoading") == 0 && main_frame) {
 			t->loading = true;
@@ -311,6 +394,13 @@ void browser_on_event(void *ud, const char *session, const char *method, json_t 
 		} else if (strcmp(method, "Runtime.consoleAPICalled") == 0 ||
 			   strcmp(method, "Runtime.exceptionThrown") == 0) {
 			br_console_event(t, method, params);
+		} else if (strncmp(method, "Network.", 8) == 0) {
+			br_net_event(t, method, params);
+		} else if (strcmp(method, "Page.fileChooserOpened") == 0) {
+			t->chooser_backend = (int)json_integer_value(json_object_get(params, "backendNodeId"));
+			t->chooser_multiple =
+				json_string_value(json_object_get(params, "mode")) &&
+				strcmp(json_string_value(json_object_get(params, "mode")), "selectMultiple") == 0;
 		}
 	}
 	pthread_cond_broadcast(&b->cv);
@@ -366,7 +456,10 @@ static json_t *br_call(struct browser *b, const struct br_cx *cx, const char *se
 static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, char out[64],
 		     struct err *e)
 {
-	static const char *const enable[] = {"Page.enable", "Runtime.enable"};
+	/* Network: browser_network_requests; a file chooser is intercepted
+	 * (no native dialog on the desktop) and answered by browser_file_upload. */
+	static const char *const enable[] = {"Page.enable", "Runtime.enable", "Network.enable",
+					     "Page.setInterceptFileChooserDialog"};
 	struct br_tab *t;
 	AUTOJSON json_t *r = NULL;
 	char target[64];
@@ -393,7 +486,9 @@ static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, 
 	pthread_mutex_unlock(&b->mu);
 	br_copy(out, 64, s);
 	for (size_t i = 0; i < ARRAY_LEN(enable); i++) {
-		json_t *x = br_call(b, cx, s, enable[i], NULL, b->o.cdp_timeout_ms, e);
+		json_t *x = br_call(b, cx, s, enable[i],
+				    strstr(enable[i], "Intercept") ? json_pack("{s:b}", "enabled", 1) : NULL,
+				    b->o.cdp_timeout_ms, e);
 		if (!x)
 			return -1;
 		json_decref(x);
@@ -682,6 +777,48 @@ int br_console(struct browser *b, struct buf *out, struct err *e)
 		rc = buf_appends(out, "No console messages.\n", e);
 	pthread_mutex_unlock(&b->mu);
 	return rc;
+}
+
+int br_network(struct browser *b, struct buf *out, struct err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	if (t && t->net_dropped)
+		rc = buf_appendf(out, e, "(%u earlier requests not kept)\n", t->net_dropped);
+	for (unsigned i = 0; t && t->net && i < t->net_n && rc == 0; i++) {
+		const struct br_req *r = &t->net[(t->net_head + i) % BR_NET_MAX];
+
+		rc = buf_appendf(out, e, "- [%s] %s", r->method, r->url);
+		if (rc == 0 && r->failed)
+			rc = buf_appendf(out, e, " => failed: %s", r->failed);
+		else if (rc == 0 && r->status)
+			rc = buf_appendf(out, e, " => [%d]", r->status);
+		else if (rc == 0)
+			rc = buf_appends(out, " => (no answer yet)", e);
+		if (rc == 0)
+			rc = buf_appendf(out, e, "%s%s%s\n", r->type[0] ? " (" : "", r->type, r->type[0] ? ")" : "");
+	}
+	if (rc == 0 && (!t || !t->net_n))
+		rc = buf_appends(out, "No requests since the page was loaded.\n", e);
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+int br_file_chooser(struct browser *b, bool *multiple)
+{
+	int backend = 0;
+
+	pthread_mutex_lock(&b->mu);
+	struct br_tab *t = br_current(b);
+	if (t) {
+		backend = t->chooser_backend;
+		*multiple = t->chooser_multiple;
+		t->chooser_backend = 0;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return backend;
 }
 
 int br_tabs_list(struct browser *b, struct buf *out, struct err *e)

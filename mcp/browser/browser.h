@@ -111,6 +111,15 @@ int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, c
 /* Appends the current tab's console messages, oldest first. */
 int br_console(struct browser *b, struct buf *out, struct err *e);
 
+/* Appends the current tab's network requests since its document was
+ * loaded: "- [GET] url => [200] (Document)", oldest first. */
+int br_network(struct browser *b, struct buf *out, struct err *e);
+
+/* The input element of the file chooser the page opened last (intercepted:
+ * no dialog shows), taken; 0 when none is open.  *multiple: it takes more
+ * than one file. */
+int br_file_chooser(struct browser *b, bool *multiple);
+
 /* Appends one line per tab: "- 0: (current) [title](url)". */
 int br_tabs_list(struct browser *b, struct buf *out, struct err *e);
 

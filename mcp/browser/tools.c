@@ -5,6 +5,7 @@
  * the page state afterwards, as playwright-mcp does, so an agent rarely
  * needs a separate snapshot call. */
 #include "mcp/browser/tools.h"
+#include "mcp/browser/tools_int.h"
 
 #include "common/buf.h"
 #include "common/json.h"
@@ -22,21 +23,6 @@
 #define TL_TEXT_WAIT_MS 30000
 #define TL_MAX_SHOT_HEIGHT 16384
 
-struct tl {
-	struct browser *b;
-	struct br_cx cx;
-	struct mcp_call *call;
-	const struct tools_opts *o;
-};
-
-typedef int (*tl_fn)(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e);
-
-struct tl_def {
-	const char *name, *title, *desc, *schema;
-	bool read_only, destructive;
-	bool during_dialog; /* usable while a JavaScript dialog blocks the page */
-	tl_fn fn;
-};
 
 struct tl_bound {
 	const struct tl_def *def;
@@ -90,16 +76,13 @@ long tools_base64_decode(const char *in, size_t len, unsigned char *out)
 	return n;
 }
 
-static json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
+json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
 {
 	return br_cdp(t->b, &t->cx, true, method, params, e);
 }
 
-/* Calls fn (JavaScript function text) with `this` = the element and
- * args (a JSON array of plain values, stolen; NULL: none).  Returns the
- * by-value result or NULL; a thrown exception is an error with its text. */
-static json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
-			  struct err *e)
+json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
+		   struct err *e)
 {
 	json_t *argv = json_array();
 	size_t i;
@@ -133,10 +116,12 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 		return 0;
 	if (buf_appends(out, "\n### Page state\n", e) == -1)
 		return -1;
-	return snapshot_take(t->b, &t->cx, NULL, t->o->max_snapshot, out, e);
+	/* a short outline: an action's answer should not be a whole huge
+	 * page; the note says how to read on */
+	return snapshot_take(t->b, &t->cx, NULL, 0, 0, t->o->max_snapshot / 4, out, e);
 }
 
-static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
+int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
 {
 	char type[16], msg[512];
 
@@ -151,7 +136,7 @@ static int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, stru
 	return mcp_result_textn(res, out->data ? out->data : "", out->len);
 }
 
-static const char *tl_label(const json_t *args, const char *ref)
+const char *tl_label(const json_t *args, const char *ref)
 {
 	const char *el = json_string_value(json_object_get(args, "element"));
 	return el && el[0] ? el : ref;
@@ -175,13 +160,13 @@ int tools_element_arg(const json_t *args, const char *name, const char *alias, b
 }
 
 /* The element argument of most tools: `target`, or its older name `ref`. */
-static int tl_target(const json_t *args, bool required, const char **ref, struct err *e)
+int tl_target(const json_t *args, bool required, const char **ref, struct err *e)
 {
 	return tools_element_arg(args, "target", "ref", required, ref, e);
 }
 
 /* Reads the required element argument and resolves it to a live element. */
-static int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
+int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
 		      int *backend, struct err *e)
 {
 	if (tl_target(args, true, ref, e) == -1 ||
@@ -245,13 +230,60 @@ static int tl_back(struct tl *t, const json_t *args, struct mcp_result *res, str
 	return tl_finish(t, &out, res, e);
 }
 
+/* An optional whole-number argument within [lo, hi]; *v keeps its default
+ * when it is absent or null.  0 or -1 (a bad request). */
+int tl_count(const json_t *args, const char *name, long long lo, long long hi, long long *v,
+		    struct err *e)
+{
+	const json_t *j = json_object_get(args, name);
+
+	if (!j || json_is_null(j))
+		return 0;
+	if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi)
+		return err_http(e, 400, "`%s` must be a whole number from %lld to %lld", name, lo, hi);
+	*v = json_integer_value(j);
+	return 0;
+}
+
 static int tl_snapshot(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref;
+	long long depth = 0, offset = 0;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
-	if (tl_target(args, false, &ref, e) == -1 ||
-	    snapshot_take(t->b, &t->cx, ref, t->o->max_snapshot, &out, e) == -1)
+	if (tl_target(args, false, &ref, e) == -1 || tl_count(args, "depth", 1, 200, &depth, e) == -1 ||
+	    tl_count(args, "offset", 0, 100000000, &offset, e) == -1 ||
+	    snapshot_take(t->b, &t->cx, ref, (int)depth, (size_t)offset, t->o->max_snapshot, &out, e) == -1)
+		return -1;
+	return mcp_result_textn(res, buf_str(&out), out.len);
+}
+
+static int tl_find(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
+{
+	const char *text, *pattern;
+	long long limit = 20;
+	regex_t re;
+	int rc;
+	AUTOBUF struct buf out = BUF_INIT(4u << 20);
+
+	if (cj_get_str(args, "text", NULL, &text, e) == -1 || cj_get_str(args, "regex", NULL, &pattern, e) == -1 ||
+	    tl_count(args, "limit", 1, 500, &limit, e) == -1)
+		return -1;
+	if (!text == !pattern)
+		return err_http(e, 400, "give one of `text` and `regex`");
+	if (text && !text[0])
+		return err_http(e, 400, "`text` is empty");
+	if (pattern && (rc = regcomp(&re, pattern, REG_EXTENDED)) != 0) {
+		char why[160];
+
+		regerror(rc, &re, why, sizeof(why));
+		return err_http(e, 400, "`regex` does not compile: %s", why);
+	}
+	struct snap_query q = {text, pattern ? &re : NULL, (size_t)limit};
+	rc = snapshot_search_take(t->b, &t->cx, &q, &out, e);
+	if (pattern)
+		regfree(&re);
+	if (rc == -1)
 		return -1;
 	return mcp_result_textn(res, buf_str(&out), out.len);
 }
@@ -860,18 +892,6 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 
 /* --- the table ------------------------------------------------------------------ */
 
-/* An element argument is `target` (playwright-mcp's name since 2026) or `ref`
- * (its name before), so neither can be in "required": saying "one of the
- * two" takes a top-level anyOf, which some model APIs refuse in a tool
- * schema.  The descriptions say it and tools_element_arg() enforces it. */
-#define TARGET_DESC(what, need) \
-	"{\"type\": \"string\", \"description\": \"Exact " what " ref from the page snapshot, e.g. e12 (" need ")\"}"
-#define ALIAS_DESC(name) "{\"type\": \"string\", \"description\": \"Older name of `" name "`, still accepted\"}"
-#define TARGET_PROPS(need)                                                                  \
-	"\"element\": {\"type\": \"string\", \"description\": \"Human-readable description of " \
-	"the element, for the record\"},"                                                       \
-	"\"target\": " TARGET_DESC("element", need) ", \"ref\": " ALIAS_DESC("target")
-#define TARGET_REQUIRED TARGET_PROPS("required; older clients send it as `ref`")
 
 static const struct tl_def tl_defs[] = {
 	{"browser_navigate", "Navigate to a URL", "Navigate the current tab to a URL and wait for it to load. Answers with the page snapshot.",
@@ -881,8 +901,17 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, false, tl_back},
 	{"browser_snapshot", "Page snapshot",
 	 "Capture an accessibility snapshot of the current page (or of one element): an outline of its elements with refs (e.g. [ref=e12]) that the other tools take as `target`. Better than a screenshot for acting on the page. Refs stay valid until the page changes.",
-	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") "}}",
+	 "{\"type\": \"object\", \"properties\": {" TARGET_PROPS("optional: the outline of this element only") ","
+	 "\"depth\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"Levels of the outline to show (1: the top ones); deeper parts are summed up with a ref to look into\"},"
+	 "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Line of the outline to start at: a long page's snapshot says where the next part starts\"}}}",
 	 true, false, false, tl_snapshot},
+	{"browser_find", "Find on the page",
+	 "Find elements of the current page by their text: each match names the element that holds it with its ref, its line in the page snapshot and the text around the match. For reaching any part of a long page.",
+	 "{\"type\": \"object\", \"properties\": {"
+	 "\"text\": {\"type\": \"string\", \"description\": \"Text to look for (any case)\"},"
+	 "\"regex\": {\"type\": \"string\", \"description\": \"Or a POSIX extended regular expression (case matters)\"},"
+	 "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 500, \"description\": \"Matches to list at most (20)\"}}}",
+	 true, false, false, tl_find},
 	{"browser_click", "Click", "Click an element of the page, named by its ref from the snapshot (`target`).",
 	 "{\"type\": \"object\", \"properties\": {" TARGET_REQUIRED ","
 	 "\"doubleClick\": {\"type\": \"boolean\", \"description\": \"Double-click instead of a single click\"},"
@@ -965,11 +994,26 @@ static const struct tl_def tl_defs[] = {
 	 "{\"type\": \"object\", \"properties\": {}}", false, true, true, tl_close},
 };
 
+/* The i-th tool of both tables (tools.c's and tools_more.c's), NULL past
+ * the end. */
+static const struct tl_def *tl_nth(size_t i)
+{
+	size_t more;
+	const struct tl_def *m = tl_more_defs(&more);
+
+	if (i < ARRAY_LEN(tl_defs))
+		return &tl_defs[i];
+	i -= ARRAY_LEN(tl_defs);
+	return i < more ? &m[i] : NULL;
+}
+
 const char *tools_schema(const char *name)
 {
-	for (size_t i = 0; i < ARRAY_LEN(tl_defs); i++)
-		if (strcmp(tl_defs[i].name, name) == 0)
-			return tl_defs[i].schema;
+	const struct tl_def *d;
+
+	for (size_t i = 0; (d = tl_nth(i)); i++)
+		if (strcmp(d->name, name) == 0)
+			return d->schema;
 	return NULL;
 }
 
@@ -1012,15 +1056,19 @@ struct tools *tools_register(struct mcp_server *s, struct browser *b, const stru
 {
 	struct tools *t = calloc(1, sizeof(*t));
 
-	if (!t || !(t->bound = calloc(ARRAY_LEN(tl_defs), sizeof(*t->bound)))) {
+	size_t n = 0;
+
+	while (tl_nth(n))
+		n++;
+	if (!t || !(t->bound = calloc(n, sizeof(*t->bound)))) {
 		free(t);
 		err_set(e, ENOMEM, "tools");
 		return NULL;
 	}
 	t->b = b;
 	t->o = *o;
-	for (size_t i = 0; i < ARRAY_LEN(tl_defs); i++) {
-		const struct tl_def *d = &tl_defs[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct tl_def *d = tl_nth(i);
 		struct mcp_tool tool = {d->name, d->title, d->desc, d->schema, NULL, d->read_only,
 					d->destructive, tl_dispatch, &t->bound[i]};
 		t->bound[i] = (struct tl_bound){d, t};

@@ -3,7 +3,9 @@
 # from the router netns the official MCP SDK client (tests/e2e/
 # mcp-browser-test.mjs) drives the visible Chromium through port 7999 (tools,
 # navigate, type, snapshot, stale refs, screenshot, evaluate, elements named
-# by `ref` and by `target`, bad input);
+# by `ref` and by `target`, bad input; then a 1 MB page read by continuation
+# and browser_find, uploads, network requests, PDF and the coordinate tools:
+# tests/e2e/mcp-browser-pages-test.mjs);
 # the browser runs on the VNC screen, not headless; killing Chromium alone
 # makes mcp-browser exit, init restarts the pair, health and MCP recover.
 set -uo pipefail
@@ -31,6 +33,11 @@ check "health reports the browser service ready" test "$(jq -r .services.browser
 (cd tests/e2e && sb_in_router "$id" node mcp-browser-test.mjs --url "$url")
 rc=$?
 [[ $rc == 0 ]] || not_ok "mcp-browser end-to-end script exited $rc"
+# Big pages (continuation, find, depth), uploads of files mcp-shell wrote,
+# network requests, PDF, the coordinate tools.
+(cd tests/e2e && sb_in_router "$id" node mcp-browser-pages-test.mjs --url "$url" --shell "${url/7999/8889}")
+rc=$?
+[[ $rc == 0 ]] || not_ok "mcp-browser pages script exited $rc"
 
 # The driven browser is the visible one: its window is on the X screen.
 check "the driven Chromium is the one on the VNC screen" sb_exec "$id" /opt/cloche/bin/cloche-xprobe \

@@ -29,19 +29,28 @@ static unsigned ref_for(void *ud, int backend)
 	return ++next_ref;
 }
 
-static char *render(const char *nodes_json, size_t max, size_t *omitted)
+/* The outline of nodes_json from line offset, depth levels (0: all), within
+ * max characters; *omitted gets the lines not written after the offset. */
+static char *render_part(const char *nodes_json, size_t max, int depth, size_t offset, size_t *omitted)
 {
 	struct err e = ERR_INIT;
-	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
-	struct buf out = BUF_INIT(1 << 20);
+	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 22, 32, &e);
+	struct buf out = BUF_INIT(1 << 22);
+	struct snap_opts o = {NULL, max, depth, offset, "https://x.test/docs/api/index.html?v=1", ref_for, NULL};
+	struct snap_stats st;
 
 	ck_assert_msg(nodes != NULL, "%s", e.msg);
 	next_ref = 0;
-	size_t o = snapshot_render(nodes, NULL, max, ref_for, NULL, &out);
+	snapshot_render(nodes, &o, &out, &st);
 	if (omitted)
-		*omitted = o;
+		*omitted = st.lines - offset - st.shown;
 	json_decref(nodes);
 	return buf_take(&out, NULL);
+}
+
+static char *render(const char *nodes_json, size_t max, size_t *omitted)
+{
+	return render_part(nodes_json, max, 0, 0, omitted);
 }
 
 #define N(id, role, name, kids, extra) \
@@ -53,7 +62,7 @@ static const struct {
 	{"root and generic containers are lifted, text folds into its element",
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "generic", "", "[\"3\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":5")
 	 "," N("3", "paragraph", "", "[\"4\"]", ",\"parentId\":\"2\",\"backendDOMNodeId\":6") "," N("4", "StaticText", "Hello  world", "[]", ",\"parentId\":\"3\"") "]",
-	 "- paragraph [ref=e1]: Hello world\n"},
+	 "- paragraph: Hello world\n"},
 	{"a name equal to the text drops the text child; states and level show",
 	 "[" N("1", "RootWebArea", "T", "[\"2\",\"5\"]", "") "," N("2", "heading", "Hi \\\"you\\\"", "[\"3\"]",
 	 ",\"backendDOMNodeId\":7,\"properties\":[{\"name\":\"level\",\"value\":{\"value\":2}}]") "," N("3", "StaticText", "Hi \\\"you\\\"", "[]", "")
@@ -63,11 +72,34 @@ static const struct {
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "form", "", "[\"3\",\"4\"]", ",\"backendDOMNodeId\":1")
 	 "," N("3", "none", "", "[]", ",\"ignored\":true") "," N("4", "textbox", "Name", "[\"5\"]", ",\"backendDOMNodeId\":2,\"value\":{\"value\":\"Ada\"}")
 	 "," N("5", "InlineTextBox", "Ada", "[]", "") "]",
-	 "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
-	{"links show their url",
-	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "link", "Docs", "[\"3\"]",
-	 ",\"backendDOMNodeId\":3,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/d\"}}]") "," N("3", "StaticText", "Docs", "[]", "") "]",
-	 "- link \"Docs\" [ref=e1]\n  - /url: https://x.test/d\n"},
+	 "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
+	{"links show their url, relative to the page",
+	 "[" N("1", "RootWebArea", "T", "[\"2\",\"4\",\"5\"]", "") "," N("2", "link", "Docs", "[\"3\"]",
+	 ",\"backendDOMNodeId\":3,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/d\"}}]") "," N("3", "StaticText", "Docs", "[]", "")
+	 "," N("4", "link", "fs", "[]", ",\"backendDOMNodeId\":4,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/docs/api/fs.html#read\"}}]")
+	 "," N("5", "link", "up", "[]", ",\"backendDOMNodeId\":5,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/docs/api/index.html#top\"}}]") "]",
+	 "- link \"Docs\" [url=/d] [ref=e1]\n- link \"fs\" [url=fs.html#read] [ref=e2]\n- link \"up\" [url=#top] [ref=e3]\n"},
+	{"list markers go, list items carry no ref, their links do",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "list", "", "[\"3\"]", ",\"backendDOMNodeId\":2")
+	 "," N("3", "listitem", "", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "ListMarker", "•", "[]", ",\"backendDOMNodeId\":4")
+	 "," N("5", "StaticText", "An item", "[]", "") "]",
+	 "- list\n - listitem: An item\n"},
+	{"inline content goes on its element's line: a link as [label][ref], code in backticks; list items show no level",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "listitem", "", "[\"3\"]", ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"level\",\"value\":{\"value\":1}}]")
+	 "," N("3", "link", "Class: Foo", "[\"4\",\"5\"]", ",\"backendDOMNodeId\":3") "," N("4", "StaticText", "Class: ", "[]", "")
+	 "," N("5", "code", "", "[\"6\"]", ",\"backendDOMNodeId\":5") "," N("6", "StaticText", "Foo", "[]", "") "]",
+	 "- listitem: [Class: `Foo`][ref=e1]\n"},
+	{"text and links side by side in an unshown container read as one line",
+	 "[" N("1", "RootWebArea", "T", "[\"2\",\"7\"]", "") "," N("2", "generic", "", "[\"3\",\"4\",\"6\"]", ",\"backendDOMNodeId\":2")
+	 "," N("3", "StaticText", "Read the", "[]", "") "," N("4", "link", "docs", "[\"5\"]",
+	 ",\"backendDOMNodeId\":4,\"properties\":[{\"name\":\"url\",\"value\":{\"value\":\"https://x.test/docs/api/d.html\"}}]")
+	 "," N("5", "StaticText", "docs", "[]", "") "," N("6", "StaticText", ", then go.", "[]", "")
+	 "," N("7", "button", "Go", "[]", ",\"backendDOMNodeId\":7") "]",
+	 "- text: Read the [docs](d.html)[ref=e1], then go.\n- button \"Go\" [ref=e2]\n"},
+	{"anything focusable gets a ref",
+	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "group", "Box", "[]",
+	 ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"focusable\",\"value\":{\"value\":true}}]") "]",
+	 "- group \"Box\" [ref=e1]\n"},
 	{"unknown child ids and an empty tree are harmless",
 	 "[" N("1", "RootWebArea", "T", "[\"9\"]", "") "]", ""},
 };
@@ -103,6 +135,28 @@ START_TEST(test_snapshot_bound)
 	ck_assert_uint_eq(omitted + next_ref, 500); /* only shown lines get refs */
 	ck_assert_ptr_nonnull(strstr(got, "- button \"Button number 1\" [ref=e1]\n"));
 	free(got);
+
+	/* continuation: parts from each offset the last one ended at cover
+	 * every line once, in order */
+	size_t offset = 0, parts = 0;
+	for (int want = 1; offset < 500; parts++) {
+		size_t left = 0;
+		char *part = render_part(nodes.data, 1000, 0, offset, &left);
+		size_t shown = 500 - offset - left;
+		char line[64];
+
+		ck_assert_uint_gt(shown, 0);
+		for (size_t k = 0; k < shown; k++, want++) {
+			snprintf(line, sizeof(line), "\"Button number %d\"", want);
+			ck_assert_msg(strstr(part, line), "part %zu lacks %s", parts, line);
+		}
+		snprintf(line, sizeof(line), "\"Button number %d\"", want);
+		ck_assert_ptr_null(strstr(part, line));
+		offset += shown;
+		free(part);
+	}
+	ck_assert_uint_eq(offset, 500);
+	ck_assert_uint_gt(parts, 10);
 	buf_free(&nodes);
 }
 END_TEST
@@ -122,10 +176,10 @@ START_TEST(test_snapshot_element)
 		int backend;
 		const char *want;
 	} cases[] = {
-		{12, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
-		{11, "- form [ref=e1]\n  - textbox \"Name\" [ref=e2]: Ada\n"},
+		{12, "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
+		{11, "- form [ref=e1]\n - textbox \"Name\" [ref=e2]: Ada\n"},
 		{13, "- textbox \"Name\" [ref=e1]: Ada\n"},
-		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n  - textbox \"Name\" [ref=e3]: Ada\n"},
+		{1, "- heading \"Form test\" [ref=e1]\n- form [ref=e2]\n - textbox \"Name\" [ref=e3]: Ada\n"},
 	};
 	struct err e = ERR_INIT;
 	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
@@ -135,14 +189,110 @@ START_TEST(test_snapshot_element)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct buf out = BUF_INIT(1 << 20);
 		const json_t *root = snapshot_find(nodes, cases[i].backend);
+		struct snap_opts o = {root, 10000, 0, 0, NULL, ref_for, NULL};
+		struct snap_stats st;
 		ck_assert_ptr_nonnull(root);
 		next_ref = 0;
-		ck_assert_uint_eq(snapshot_render(nodes, root, 10000, ref_for, NULL, &out), 0);
+		snapshot_render(nodes, &o, &out, &st);
+		ck_assert_uint_eq(st.lines, st.shown);
 		ck_assert_msg(strcmp(buf_str(&out), cases[i].want) == 0, "backend %d:\ngot:\n%s\nwant:\n%s",
 			      cases[i].backend, buf_str(&out), cases[i].want);
 		buf_free(&out);
 	}
 	json_decref(nodes);
+}
+END_TEST
+
+/* A depth limit shows the top levels; what it hides is counted on its
+ * element, which gets a ref to be looked into. */
+START_TEST(test_snapshot_depth)
+{
+	static const char nodes_json[] =
+		"[" N("1", "RootWebArea", "T", "[\"2\"]", "")
+		"," N("2", "navigation", "Side", "[\"3\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":2")
+		"," N("3", "list", "", "[\"4\",\"6\"]", ",\"parentId\":\"2\",\"backendDOMNodeId\":3")
+		"," N("4", "listitem", "", "[\"5\"]", ",\"parentId\":\"3\",\"backendDOMNodeId\":4")
+		"," N("5", "link", "A", "[]", ",\"parentId\":\"4\",\"backendDOMNodeId\":5")
+		"," N("6", "listitem", "", "[\"7\"]", ",\"parentId\":\"3\",\"backendDOMNodeId\":6")
+		"," N("7", "link", "B", "[]", ",\"parentId\":\"6\",\"backendDOMNodeId\":7") "]";
+	char *got = render_part(nodes_json, 10000, 2, 0, NULL);
+
+	ck_assert_str_eq(got, "- navigation \"Side\" [ref=e1]\n - list [ref=e2] (2 inside)\n");
+	free(got);
+	got = render_part(nodes_json, 10000, 1, 0, NULL);
+	ck_assert_str_eq(got, "- navigation \"Side\" [ref=e1] (1 inside)\n");
+	free(got);
+	got = render_part(nodes_json, 10000, 0, 2, NULL);
+	ck_assert_str_eq(got, "  - listitem: [A][ref=e1]\n  - listitem: [B][ref=e2]\n");
+	free(got);
+}
+END_TEST
+
+/* browser_find: the element holding each match, once, with its ref, its
+ * line in the outline and the text around the match. */
+START_TEST(test_snapshot_search)
+{
+	static const char nodes_json[] =
+		"[" N("1", "RootWebArea", "T", "[\"2\",\"4\",\"6\"]", "")
+		"," N("2", "heading", "Intro", "[\"3\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":2")
+		"," N("3", "StaticText", "Intro", "[]", ",\"parentId\":\"2\"")
+		"," N("4", "paragraph", "", "[\"5\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":4")
+		"," N("5", "StaticText", "The deep sentence sits here, far down.", "[]", ",\"parentId\":\"4\"")
+		"," N("6", "link", "Deep link", "[\"7\"]", ",\"parentId\":\"1\",\"backendDOMNodeId\":6")
+		"," N("7", "StaticText", "Deep link", "[]", ",\"parentId\":\"6\"") "]";
+	struct err e = ERR_INIT;
+	json_t *nodes = cj_parse(nodes_json, strlen(nodes_json), 1 << 20, 32, &e);
+	struct buf out = BUF_INIT(1 << 20);
+	struct snap_query q = {"DEEP", NULL, 20};
+	regex_t re;
+
+	ck_assert_ptr_nonnull(nodes);
+	next_ref = 0;
+	ck_assert_uint_eq(snapshot_search(nodes, &q, NULL, ref_for, NULL, &out), 2);
+	ck_assert_str_eq(buf_str(&out), "- paragraph [ref=e1] [line=1]: The deep sentence sits here, far down.\n"
+					"- link \"Deep link\" [ref=e2] [line=2]: Deep link\n");
+	buf_reset(&out);
+	q.limit = 1;
+	ck_assert_uint_eq(snapshot_search(nodes, &q, NULL, ref_for, NULL, &out), 2);
+	ck_assert_ptr_null(strstr(buf_str(&out), "Deep link"));
+	buf_reset(&out);
+	ck_assert_int_eq(regcomp(&re, "^Int[a-z]+$", REG_EXTENDED), 0);
+	q = (struct snap_query){NULL, &re, 20};
+	ck_assert_uint_eq(snapshot_search(nodes, &q, NULL, ref_for, NULL, &out), 1);
+	ck_assert_ptr_nonnull(strstr(buf_str(&out), "- heading \"Intro\" [ref="));
+	ck_assert_ptr_nonnull(strstr(buf_str(&out), "[line=0]: Intro\n"));
+	regfree(&re);
+	buf_reset(&out);
+	q = (struct snap_query){"absent", NULL, 20};
+	ck_assert_uint_eq(snapshot_search(nodes, &q, NULL, ref_for, NULL, &out), 0);
+	ck_assert_uint_eq(out.len, 0);
+	buf_free(&out);
+	json_decref(nodes);
+}
+END_TEST
+
+static const struct {
+	const char *page, *url, *want;
+} rel_cases[] = {
+	{"file:///usr/share/doc/a/index.html", "file:///usr/share/doc/a/fs.html#x", "fs.html#x"},
+	{"file:///usr/share/doc/a/index.html", "file:///usr/share/doc/a/index.html#x", "#x"},
+	{"file:///usr/share/doc/a/index.html", "file:///usr/share/doc/a/index.html", "index.html"},
+	{"file:///usr/share/doc/a/index.html", "file:///usr/share/doc/b/x.html", "/usr/share/doc/b/x.html"},
+	{"https://x.test/a/b.html?q=1#f", "https://x.test/a/b.html?q=2", "?q=2"},
+	{"https://x.test/a/b.html", "https://y.test/a/b.html", "https://y.test/a/b.html"},
+	{"https://x.test/a/b.html", "https://x.test.evil/a/b.html", "https://x.test.evil/a/b.html"},
+	{"https://x.test/a/b.html", "mailto:a@x.test", "mailto:a@x.test"},
+	{NULL, "https://x.test/a", "https://x.test/a"},
+};
+
+START_TEST(test_rel_url)
+{
+	struct buf out = BUF_INIT(1 << 16);
+
+	snapshot_rel_url(rel_cases[_i].page, rel_cases[_i].url, &out);
+	ck_assert_msg(strcmp(buf_str(&out), rel_cases[_i].want) == 0, "%s from %s: got %s", rel_cases[_i].url,
+		      rel_cases[_i].page ? rel_cases[_i].page : "(none)", buf_str(&out));
+	buf_free(&out);
 }
 END_TEST
 
@@ -442,6 +592,9 @@ static Suite *suite_mcp_browser(void)
 	tcase_add_loop_test(tc, test_snapshot_cases, 0, sizeof(snap_cases) / sizeof(snap_cases[0]));
 	tcase_add_test(tc, test_snapshot_bound);
 	tcase_add_test(tc, test_snapshot_element);
+	tcase_add_test(tc, test_snapshot_depth);
+	tcase_add_test(tc, test_snapshot_search);
+	tcase_add_loop_test(tc, test_rel_url, 0, sizeof(rel_cases) / sizeof(rel_cases[0]));
 	tcase_add_loop_test(tc, test_element_arg, 0, sizeof(element_cases) / sizeof(element_cases[0]));
 	tcase_add_test(tc, test_schemas_declare_target);
 	tcase_add_loop_test(tc, test_schemas_accept_target, 0, sizeof(element_calls) / sizeof(element_calls[0]));

@@ -1,0 +1,206 @@
+// mcp-browser on big pages and its other tools, with the official MCP SDK
+// client, inside a sandbox (mcp-shell writes the pages and files):
+//  - a page of about 1 MB: continuation from the offset each answer names
+//    covers the whole outline once, so every heading, link and button is
+//    reached by ref; browser_find names a sentence deep in it with a ref and
+//    a line, the snapshot at that line shows it, and a button found that way
+//    is clicked; depth limits show the top levels with refs to look into;
+//  - files written by mcp-shell are uploaded through the file chooser a
+//    click opened, and through the input's target;
+//  - browser_network_requests lists a page's fetches with their statuses;
+//  - browser_pdf_save writes a PDF that mcp-shell reads back;
+//  - the coordinate tools click, move and drag where they are told;
+//  - bad arguments, unknown refs and offsets past the end give clear errors.
+//
+//   node mcp-browser-pages-test.mjs --url http://10.0.2.15:7999/mcp --shell http://10.0.2.15:8889/mcp
+import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
+
+const args = parseArgs();
+const check = (cond, name, why) => tap.check(cond, name, why);
+const text = (r) => (r ? textOf(r) : '');
+const short = (s) => JSON.stringify(String(s).slice(0, 400));
+const browser = await connect(args.url, 'cloche-mcp-browser-pages-test');
+const shell = await connect(args.shell, 'cloche-mcp-browser-pages-test');
+const call = (name, a = {}) => browser.callTool({ name, arguments: a }, undefined, { timeout: 120000 });
+const sh = (name, a = {}) => shell.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
+const home = '/home/agent';
+const rejects = async (p, name) => {
+  try {
+    const x = await p;
+    check(x.isError, name, `answered ${short(text(x))}`);
+  } catch (e) {
+    check(e.code === -32602, name, `code ${e.code}: ${e.message}`);
+  }
+};
+
+// --- a page of about 1 MB -----------------------------------------------------------
+const SECTIONS = 1500;
+const deep = 'The marmot sleeps under the seventh bridge of Ulm.';
+let html = '<!doctype html><title>Big page</title><nav><ul>';
+for (let i = 0; i < SECTIONS; i++) html += `<li><a href="#s${i}">Section ${i}</a></li>`;
+html += '</ul></nav><main>';
+for (let i = 0; i < SECTIONS; i++) {
+  html += `<h2 id="s${i}">Section ${i}</h2><p>${'Filler words to make the page long and realistic. '.repeat(9)}`;
+  html += i === SECTIONS - 7 ? deep : `Sentence number ${i}.`;
+  html += '</p>';
+  if (i % 100 === 99) html += `<button onclick="document.title='pressed ${i}'">Deep button ${i}</button>`;
+}
+html += '</main>';
+let r = await sh('write_file', { path: 'big.html', content: html });
+check(!r.isError, `mcp-shell writes a page of ${(html.length / 1048576).toFixed(2)} MB`, short(text(r)));
+
+let t0 = Date.now();
+r = await call('browser_navigate', { url: `file://${home}/big.html` });
+const navMs = Date.now() - t0;
+const nav = text(r);
+check(!r.isError && nav.length < 15000 && /browser_snapshot \{"offset": \d+\}/.test(nav),
+  `browser_navigate answers with a short outline that says how to go on (${nav.length} chars, ${navMs} ms)`, short(nav.slice(-400)));
+
+// continuation: parts from the offset each one names, to the end
+const seen = new Set();
+const refs = new Set();
+let offset = 0, parts = 0, total = -1, ordered = true, chars = 0, slowest = 0;
+for (;;) {
+  t0 = Date.now();
+  r = await call('browser_snapshot', offset ? { offset } : {});
+  slowest = Math.max(slowest, Date.now() - t0);
+  const s = text(r);
+  chars += s.length;
+  if (r.isError) { check(false, 'a snapshot part', short(s)); break; }
+  parts++;
+  for (const m of s.matchAll(/heading "Section (\d+)"/g)) {
+    if (seen.has(Number(m[1]))) ordered = false;
+    seen.add(Number(m[1]));
+  }
+  for (const m of s.matchAll(/\[ref=(e\d+)\]/g)) refs.add(m[1]);
+  const range = /\[Lines (\d+)-(\d+) of (\d+) shown/.exec(s);
+  if (!range) break; // the whole outline fitted
+  if (Number(range[1]) !== offset) ordered = false;
+  total = Number(range[3]);
+  offset = Number(range[2]) + 1;
+  if (offset >= total || parts > 200) break;
+}
+check(parts > 5 && offset === total && ordered,
+  `continuation covers the outline once, in order (${parts} parts, ${total} lines, ${chars} chars, slowest ${slowest} ms)`);
+check(seen.size === SECTIONS, `... every heading is reached (${seen.size} of ${SECTIONS})`);
+check(refs.size >= 2 * SECTIONS + SECTIONS / 100, `... with refs for every heading, link and button (${refs.size})`);
+
+t0 = Date.now();
+r = await call('browser_find', { text: 'marmot sleeps' });
+const found = text(r);
+const hit = /- paragraph \[ref=(e\d+)\] \[line=(\d+)\]: [^\n]*marmot sleeps/.exec(found);
+check(!r.isError && hit, `browser_find names the deep sentence's paragraph with a ref and a line (${Date.now() - t0} ms)`, short(found));
+if (hit) {
+  r = await call('browser_snapshot', { offset: Number(hit[2]) });
+  check(text(r).split('```yaml\n')[1]?.split('\n')[0].includes('marmot sleeps'), '... the snapshot at that line starts with it', short(text(r).slice(0, 500)));
+  r = await call('browser_snapshot', { target: hit[1] });
+  check(!r.isError && text(r).includes(deep), '... and its ref outlines it', short(text(r)));
+}
+r = await call('browser_find', { regex: 'Deep button 1[0-9]99$' });
+const btn = /- button "Deep button (1[0-9]99)" \[ref=(e\d+)\]/.exec(text(r));
+check(btn && (text(r).match(/^- button/gm) || []).length === 5, 'browser_find with a regex finds the deep buttons', short(text(r)));
+if (btn) {
+  r = await call('browser_click', { target: btn[2], element: `Deep button ${btn[1]}` });
+  const title = text(await call('browser_evaluate', { function: '() => document.title' }));
+  check(!r.isError && title.includes(`pressed ${btn[1]}`), `... and one of them is clicked by its ref (${btn[1]})`, short(title));
+}
+r = await call('browser_find', { text: 'Sentence number', limit: 3 });
+check((text(r).match(/^- paragraph/gm) || []).length === 3 && /\d+ matches, the first ones shown/.test(text(r)),
+  'browser_find stops at its limit and says how many matched', short(text(r)));
+r = await call('browser_find', { text: 'no such words anywhere' });
+check(!r.isError && /No element's text matches/.test(text(r)), 'browser_find says when nothing matches', short(text(r)));
+r = await call('browser_snapshot', { depth: 1 });
+check(!r.isError && /- navigation \[ref=e\d+\] \(1 inside\)/.test(text(r)) && /- main \[ref=e\d+\] \(\d+ inside\)/.test(text(r)),
+  'browser_snapshot with depth 1 shows the landmarks with what they hold', short(text(r)));
+await rejects(call('browser_snapshot', { offset: 99999999 }), 'an offset past the end is an error');
+await rejects(call('browser_snapshot', { depth: 0 }), 'depth 0 is refused');
+await rejects(call('browser_find', {}), 'browser_find without text or regex is refused');
+await rejects(call('browser_find', { regex: '(' }), 'a regex that does not compile is refused');
+await rejects(call('browser_snapshot', { target: 'e99999999' }), 'an unknown target is an error');
+
+// --- file upload ---------------------------------------------------------------------
+await sh('write_file', { path: '/tmp/up-one.txt', content: 'first file\n' });
+await sh('write_file', { path: '/tmp/up-two.txt', content: 'the second file\n' });
+await sh('write_file', {
+  path: 'upload.html',
+  content: '<!doctype html><title>Upload</title><label>Files <input id=f type=file multiple></label>' +
+    '<label>One <input id=g type=file></label><p id=out>none</p><script>' +
+    'for (const id of ["f","g"]) document.getElementById(id).onchange = (ev) => {' +
+    'document.getElementById("out").textContent = id + ": " + [...ev.target.files].map((x) => x.name + " " + x.size).join(", "); };</script>',
+});
+r = await call('browser_navigate', { url: `file://${home}/upload.html` });
+const many = /button "Files"[^\n]*\[ref=(e\d+)\]/.exec(text(r)) || /"Files"[^\n]*\[ref=(e\d+)\]/.exec(text(r));
+const one = /"One"[^\n]*\[ref=(e\d+)\]/.exec(text(r));
+check(many && one, 'the upload page shows its file inputs with refs', short(text(r)));
+await rejects(call('browser_file_upload', { paths: ['/tmp/up-one.txt'] }), 'an upload with no file chooser open is refused');
+if (many && one) {
+  r = await call('browser_click', { target: many[1], element: 'Files' });
+  check(!r.isError, 'a click on the file input opens its chooser (intercepted, no dialog)', short(text(r)));
+  r = await call('browser_file_upload', { paths: ['/tmp/up-one.txt', '/tmp/up-two.txt'] });
+  check(!r.isError && /f: up-one\.txt 11, up-two\.txt 16/.test(text(r)), 'browser_file_upload sets the two files mcp-shell wrote', short(text(r)));
+  r = await call('browser_file_upload', { target: one[1], paths: ['/tmp/up-two.txt'] });
+  check(!r.isError && /g: up-two\.txt 16/.test(text(r)), '... and through an input named by target', short(text(r)));
+  await rejects(call('browser_file_upload', { target: one[1], paths: ['/tmp/up-one.txt', '/tmp/up-two.txt'] }),
+    'two files for a single-file input are refused');
+  await rejects(call('browser_file_upload', { target: one[1], paths: ['/tmp/no-such-file'] }), 'a missing file is refused');
+  await rejects(call('browser_file_upload', { target: one[1], paths: ['up-one.txt'] }), 'a relative path is refused');
+}
+
+// --- network requests -------------------------------------------------------------------
+await sh('write_file', { path: 'www/data.json', content: '{"n": 42}\n', create_dirs: true });
+await sh('write_file', {
+  path: 'www/net.html',
+  content: '<!doctype html><title>Net</title><p id=o>loading</p><script>' +
+    'Promise.all([fetch("data.json").then((r) => r.json()), fetch("missing.json").then((r) => r.status)])' +
+    '.then(([d, s]) => { document.getElementById("o").textContent = "loaded " + d.n + " " + s; });</script>',
+});
+await sh('start_process', { command: 'cd ~/www && exec python3 -m http.server 8123 --bind 127.0.0.1' });
+let served = false;
+for (let i = 0; i < 50 && !served; i++) {
+  r = await sh('run_command', { command: 'curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:8123/net.html' });
+  served = text(r).includes('200');
+  if (!served) await new Promise((ok) => setTimeout(ok, 200));
+}
+r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/net.html' });
+await call('browser_wait_for', { text: 'loaded 42', time: 10 });
+r = await call('browser_network_requests');
+const net = text(r);
+check(/\[GET\] http:\/\/127\.0\.0\.1:8123\/net\.html => \[200\] \(Document\)/.test(net) &&
+  /\[GET\] http:\/\/127\.0\.0\.1:8123\/data\.json => \[200\]/.test(net) &&
+  /\[GET\] http:\/\/127\.0\.0\.1:8123\/missing\.json => \[404\]/.test(net),
+  'browser_network_requests lists the page, its fetch and the missing file with their statuses', short(net));
+
+// --- PDF ----------------------------------------------------------------------------------
+r = await call('browser_pdf_save', { filename: 'net.pdf' });
+const pdfSaid = text(r);
+r = await sh('run_command', { command: 'head -c 5 ~/net.pdf; echo; stat -c %s ~/net.pdf' });
+check(/Saved the page as PDF: \/home\/agent\/net\.pdf/.test(pdfSaid) && /^%PDF-/.test(text(r)),
+  'browser_pdf_save writes a PDF that mcp-shell reads', short(pdfSaid + ' | ' + text(r)));
+await rejects(call('browser_pdf_save', { filename: '../../etc/x.pdf' }), 'a PDF name with .. is refused');
+
+// --- coordinates ---------------------------------------------------------------------------
+await sh('write_file', {
+  path: 'canvas.html',
+  content: '<!doctype html><title>-</title><style>body{margin:0}canvas{display:block}</style><canvas id=c width=400 height=300></canvas><script>' +
+    'const c = document.getElementById("c"); let log = [];' +
+    'c.onclick = (e) => { log.push("click " + e.clientX + "," + e.clientY); document.title = log.join(";"); };' +
+    'c.onmousedown = (e) => { log.push("down " + e.clientX + "," + e.clientY); };' +
+    'c.onmouseup = (e) => { log.push("up " + e.clientX + "," + e.clientY); document.title = log.join(";"); };' +
+    'c.onmousemove = (e) => { window.lastMove = e.clientX + "," + e.clientY; };</script>',
+});
+await call('browser_navigate', { url: `file://${home}/canvas.html` });
+const title = async () => text(await call('browser_evaluate', { function: '() => document.title' }));
+r = await call('browser_mouse_click_xy', { element: 'the canvas', x: 50, y: 60 });
+check(!r.isError && (await title()).includes('click 50,60'), 'browser_mouse_click_xy clicks at (50, 60)', short(await title()));
+r = await call('browser_mouse_move_xy', { element: 'the canvas', x: 120, y: 130 });
+const moved = text(await call('browser_evaluate', { function: '() => window.lastMove' }));
+check(!r.isError && moved.includes('120,130'), 'browser_mouse_move_xy moves the pointer there', short(moved));
+r = await call('browser_mouse_drag_xy', { element: 'the canvas', startX: 10, startY: 20, endX: 200, endY: 150 });
+check(!r.isError && /down 10,20.*up 200,150/.test(await title()), 'browser_mouse_drag_xy presses at the start and lets go at the end', short(await title()));
+await rejects(call('browser_mouse_click_xy', { x: -5, y: 10 }), 'a negative coordinate is refused');
+await rejects(call('browser_mouse_click_xy', { x: 5 }), 'a missing coordinate is refused');
+
+await sh('run_command', { command: 'pkill -f "http.server 8123"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/net.pdf /tmp/up-*.txt' });
+await browser.close();
+await shell.close();
+process.exitCode = tap.failed ? 1 : 0;
