@@ -238,7 +238,7 @@ for (const [i, page] of pages.entries()) {
     const c = !o.cut || w?.complete ? null : covered(w ? w._last : o._text, p._text);
     const [num, den, basis] = !o.cut ? [o.snapshot_chars, p.snapshot_chars, 'whole page']
       : w?.complete ? [w.chars, p.snapshot_chars, `whole page in ${w.calls + 1} answers`]
-      : c ? [(w ? w.chars - w._last.length : 0) + c.ours, c.theirs, `the part ours showed in ${(w?.calls ?? 0) + 1} answers`]
+      : c ? [(w ? w.chars - w._last.length : 0) + c.ours, c.theirs, `the part ours showed${w ? ` in ${w.calls + 1} answers` : ''}`]
       : [null, null, 'not comparable'];
     Object.assign(res, { ratio: num == null ? null : r3(num / den), ratio_basis: basis, ratio_chars: { ours: num, playwright: den },
       ratio_one_answer: r3(o.snapshot_chars / p.snapshot_chars) });
