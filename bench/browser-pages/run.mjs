@@ -71,8 +71,11 @@ const norm = (s) => s.replace(/\\(["\\])/g, '$1').replace(/[\s\u00a0]+/g, ' ');
 const refsIn = (s) => (s.match(/\[ref=[^\]\s]+\]/g) || []).length;
 // The parts of an answer outside its ```yaml outline: where a server puts
 // notes such as "truncated, continue with offset N".  The outline itself
-// can say "truncated" (fs.html documents ftruncate), so it is left out.
-const notesOf = (s) => s.split(/^```.*$/m).filter((_, i) => i % 2 === 0).join('\n');
+// can say "truncated" (fs.html documents ftruncate), so it is left out;
+// an answer without fences loses its outline lines ("- role ...") instead.
+const notesOf = (s) => (/^```/m.test(s)
+  ? s.split(/^```.*$/m).filter((_, i) => i % 2 === 0).join('\n')
+  : s.split('\n').filter((l) => !/^\s*- /.test(l)).join('\n'));
 const isCut = (s) => /truncat|left out|omitted|"offset"\s*:/i.test(notesOf(s));
 // The offset the note says to continue from, or null.
 function nextOffset(s) {
@@ -146,30 +149,40 @@ async function walk(client, page, first) {
     complete: !isCut(text), _last: text };
 }
 
-// The text a snapshot line shows: what follows "role [attrs]: ", else its
-// quoted name (without a "…" that clipped it).  Null when it has quotes or
-// escapes, which the two servers may write differently.
+// The page text a snapshot line shows, as a string to look for in the
+// other server's snapshot: the longest of its quoted name, what follows
+// its first ": ", and the line without its "- role" and [attributes], with
+// a clipping "…" dropped.  Null when none is 20+ characters without
+// quotes or escapes (which the two servers may write differently).  Loose
+// on purpose: mcp-browser's format is changing.
 function lineText(line) {
-  const m = line.match(/^\s*- [\w/-]+(?: "((?:[^"\\]|\\.)*)")?(?: \[[^\]]*\])*(?::\s+(.*))?$/);
-  const t = m && (m[2] || m[1]);
-  if (!t || /["\\]/.test(t)) return null;
-  return t.replace(/…$/, '');
+  const bare = line.trim().replace(/^- /, '');
+  const cands = [...bare.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]);
+  const colon = bare.indexOf(': ');
+  if (colon >= 0) cands.push(bare.slice(colon + 2));
+  cands.push(bare.replace(/^[\w/-]+\s*/, '').replace(/\s*\[[^\]]*\]/g, '').replace(/^:\s*/, ''));
+  const ok = cands.map((t) => t.replace(/…$/, '').trim()).filter((t) => t.length >= 20 && !/["\\]/.test(t));
+  return ok.sort((a, b) => b.length - a.length)[0] ?? null;
 }
-// Where a cut snapshot of ours ends in playwright-mcp's whole one: the last
-// line of ours whose text (20+ characters) is found exactly once in theirs.
-// Gives the characters each spent on the same stretch of the page, so a
-// cut snapshot is compared with the same content, not with the whole page.
+// Where a cut snapshot of ours ends in playwright-mcp's whole one, found by
+// walking both in page order: each line of ours with 20+ characters of
+// text is looked for forward from the last match in theirs (so a table of
+// contents matches before the headings that repeat it), and a match that
+// would leap far ahead of ours (over 4 times what ours advanced, plus 2,000
+// characters) is taken for a repeat elsewhere and skipped.  Gives the
+// characters each spent on the same stretch of the page, so a cut snapshot
+// is compared with the same content, not with the whole page.
 function covered(oursText, theirsText) {
-  const lines = oursText.split('\n');
-  let end = oursText.length + 1;
-  for (let i = lines.length - 1; i >= 0; i--) {
-    end -= lines[i].length + 1;
-    const t = lineText(lines[i]);
-    if (!t || t.length < 20) continue;
-    const at = theirsText.indexOf(t);
-    if (at >= 0 && theirsText.indexOf(t, at + 1) < 0) return { ours: end + lines[i].length, theirs: at + t.length };
+  let o = 0, lastO = 0, pos = 0, hit = null;
+  for (const l of oursText.split('\n')) {
+    o += l.length + 1;
+    const t = lineText(l);
+    const at = t ? theirsText.indexOf(t, pos) : -1;
+    if (at < 0 || at - pos > 4 * (o - lastO) + 2000) continue;
+    pos = at + t.length; lastO = o;
+    hit = { ours: o - 1, theirs: pos };
   }
-  return null;
+  return hit;
 }
 
 async function find(client, page) {
