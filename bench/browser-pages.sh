@@ -113,9 +113,13 @@ done <"$dir/pages.tsv"
 # --- the run ---------------------------------------------------------------------
 mkdir -p bench/results
 rc=0
+# In the background and waited for: a TERM then runs the cleanup at once
+# instead of after the whole run.
 node "$dir/run.mjs" --pages "$dir/pages.tsv" --snapshots "$snapshots" --out "$tmp/raw.json" \
 	--ours "http://127.0.0.1:$ours_port/mcp" --theirs "http://127.0.0.1:$pw_port/mcp" \
-	${BROWSER_PAGES_ONLY:+--only "$BROWSER_PAGES_ONLY"} ${BROWSER_PAGES_DUMP:+--dump "$BROWSER_PAGES_DUMP"} || rc=$?
+	${BROWSER_PAGES_ONLY:+--only "$BROWSER_PAGES_ONLY"} ${BROWSER_PAGES_DUMP:+--dump "$BROWSER_PAGES_DUMP"} &
+pids+=($!)
+wait "$!" || rc=$?
 [[ -s $tmp/raw.json ]] || { echo "browser-pages: the driver wrote no figures; mcp-browser's log:" >&2; grep -v "ERROR:dbus/" "$tmp/ours.log" | tail -n 20 >&2; exit 1; }
 jq --arg at "$(date -u +%FT%TZ)" --argjson quick "$([[ ${CLOCHE_BENCH_QUICK:-0} == 1 ]] && echo true || echo false)" \
 	--arg load_start "$load_start" --arg load_end "$(cut -d ' ' -f 1-3 /proc/loadavg)" \
