@@ -14,6 +14,8 @@
 #   BROWSER_PAGES_ONLY        only these pages (comma-separated names)
 #   BROWSER_PAGES_DUMP        a directory: each server's snapshot of each page
 #                             is written there (NAME.ours.txt, NAME.playwright.txt)
+#   BROWSER_PAGES_MCP_BROWSER another mcp-browser binary to measure (default:
+#                             build/bin/mcp-browser, built first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib/tap.sh # free_port
@@ -51,7 +53,8 @@ if [[ ! -d $dir/node_modules ]] || [[ $dir/package-lock.json -nt $dir/node_modul
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 	touch "$dir/node_modules"
 fi
-make -s -j2 build/bin/mcp-browser
+ours_bin=${BROWSER_PAGES_MCP_BROWSER:-build/bin/mcp-browser}
+[[ -n ${BROWSER_PAGES_MCP_BROWSER:-} ]] || make -s -j2 build/bin/mcp-browser
 
 # --- the two servers -----------------------------------------------------------
 tmp=$(mktemp -d /tmp/cloche-browser-pages.XXXXXX)
@@ -72,7 +75,7 @@ trap 'exit 130' INT TERM
 
 # Both browsers get the same window: playwright-mcp's default viewport.
 ours_port=$(free_port)
-build/bin/mcp-browser --port "$ours_port" --listen 127.0.0.1 --log-level warn \
+"$ours_bin" --port "$ours_port" --listen 127.0.0.1 --log-level warn \
 	--ready-socket "$tmp/ours.ready" --window-probe= -- \
 	"$chromium" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
 	--no-first-run --no-default-browser-check --disable-background-networking \

@@ -132,7 +132,7 @@ async function measure(client, page) {
 // an offset, or at the bounds.
 async function walk(client, page, first) {
   let text = first, calls = 0, chars = first.length, ms = 0, stopped = 'reached';
-  const seen = new Set();
+  const seen = new Set(), texts = [first];
   while (!shows(text, page.sentence)) {
     const off = nextOffset(text);
     if (off == null) { stopped = isCut(text) ? 'a note without an offset' : 'the end of the page'; break; }
@@ -142,11 +142,11 @@ async function walk(client, page, first) {
     const r = await timed(client, 'browser_snapshot', { offset: off });
     calls++; ms += r.ms;
     if (r.isError) { stopped = `error: ${r.text.slice(0, 200)}`; break; }
-    text = r.text; chars += r.text.length;
+    text = r.text; chars += r.text.length; texts.push(text);
   }
   const reached = shows(text, page.sentence);
   return { reached, calls_to_sentence: reached ? calls : null, calls, chars, ms: r1(ms), stopped,
-    complete: !isCut(text), _last: text };
+    complete: !isCut(text), _texts: texts };
 }
 
 // The page text a snapshot line shows, as a string to look for in the
@@ -248,10 +248,11 @@ for (const [i, page] of pages.entries()) {
     // or its continuation was walked to the end, else the stretch ours
     // showed.  Plus what one answer costs.
     const w = o.reach.continuation?.calls ? o.reach.continuation : null;
-    const c = !o.cut || w?.complete ? null : covered(w ? w._last : o._text, p._text);
+    // (the answers of a walk are located together, in page order)
+    const c = !o.cut || w?.complete ? null : covered(w ? w._texts.join('') : o._text, p._text);
     const [num, den, basis] = !o.cut ? [o.snapshot_chars, p.snapshot_chars, 'whole page']
       : w?.complete ? [w.chars, p.snapshot_chars, `whole page in ${w.calls + 1} answers`]
-      : c ? [(w ? w.chars - w._last.length : 0) + c.ours, c.theirs, `the part ours showed${w ? ` in ${w.calls + 1} answers` : ''}`]
+      : c ? [c.ours, c.theirs, `the part ours showed${w ? ` in ${w.calls + 1} answers` : ''}`]
       : [null, null, 'not comparable'];
     Object.assign(res, { ratio: num == null ? null : r3(num / den), ratio_basis: basis, ratio_chars: { ours: num, playwright: den },
       ratio_one_answer: r3(o.snapshot_chars / p.snapshot_chars) });
@@ -262,7 +263,7 @@ for (const [i, page] of pages.entries()) {
   // how deep the sentence is: its place in playwright-mcp's full outline
   res.sentence_depth_chars = p.error ? null : p.sentence_at;
   for (const who of ['ours', 'playwright']) delete res[who]._text;
-  if (o.reach?.continuation) delete o.reach.continuation._last;
+  if (o.reach?.continuation) delete o.reach.continuation._texts;
   // Leave both browsers on an empty page: an idle 8 MB page in one must
   // not weigh on the next measurement in the other.
   await timed(ours, 'browser_navigate', { url: 'about:blank' });
