@@ -50,6 +50,10 @@ set_fig nginx_p99_ms proxy '.small.nginx.p99_ms'
 set_fig mcp_shell_call_p50_ms mcp '.shell_run_command_p50_ms'
 set_fig mcp_screenshot_p50_ms mcp-desktop '.screenshot_p50_ms'
 set_fig mcp_snapshot_p50_ms mcp-browser '.p50_ms'
+set_fig browser_snapshot_ratio_median browser-pages '.summary.ratio_median'
+set_fig browser_snapshot_ratio_total browser-pages '.summary.ratio_total'
+set_fig browser_sentences_unreachable browser-pages '.summary.unreachable_ours'
+set_fig browser_snapshot_slowest_ms browser-pages '.summary.ours_snapshot_ms_max'
 set_fig idle_sandbox_mem_mb node '((.memory.sentry_pss_mib + .memory.gofer_pss_mib) * 1.048576 | round)'
 # Only a fill that memory or the agent stopped measures the most; one that
 # stopped at its cap or time budget gives a lower bound (null, and why).
@@ -58,7 +62,8 @@ set_fig max_ready_sandboxes node '.capacity.measured | select(. != null and (.st
 keys=(acquire_warm_p50_ms acquire_warm_p99_ms cold_start_s wake_l1_s wake_l2_s checkpoint_s
 	checkpoint_state_mb checkpoint_rootfs_delta_mb fork4_s proxy_vs_nginx_rps_ratio proxy_p99_ms
 	nginx_p99_ms mcp_shell_call_p50_ms mcp_screenshot_p50_ms mcp_snapshot_p50_ms
-	idle_sandbox_mem_mb max_ready_sandboxes)
+	browser_snapshot_ratio_median browser_snapshot_ratio_total browser_sentences_unreachable
+	browser_snapshot_slowest_ms idle_sandbox_mem_mb max_ready_sandboxes)
 
 # What each figure is, its target (from the issues and docs), and its unit.
 declare -A WHAT TARGET
@@ -77,6 +82,10 @@ WHAT[nginx_p99_ms]="nginx p99 latency (same load)"
 WHAT[mcp_shell_call_p50_ms]="mcp-shell run_command round trip, p50 (in gVisor)"
 WHAT[mcp_screenshot_p50_ms]="mcp-desktop screenshot (1280x800 PNG), p50"
 WHAT[mcp_snapshot_p50_ms]="mcp-browser browser_snapshot, p50"
+WHAT[browser_snapshot_ratio_median]="mcp-browser's snapshot over playwright-mcp's in characters, same content, median of the pages (headless, host)"
+WHAT[browser_snapshot_ratio_total]="the same, total: the pages' characters summed, ours over theirs"
+WHAT[browser_sentences_unreachable]="pages whose deep sentence mcp-browser cannot reach (snapshot, continuation, browser_find)"
+WHAT[browser_snapshot_slowest_ms]="mcp-browser browser_snapshot on the slowest page, median (headless, host)"
 WHAT[idle_sandbox_mem_mb]="idle desktop sandbox: PSS of its host processes (MB)"
 WHAT[max_ready_sandboxes]="desktop sandboxes ready at once on this machine, added until MemAvailable would fall below 2 GiB or the agent refuses"
 TARGET[wake_l1_s]="<= 0.5"
@@ -86,6 +95,9 @@ TARGET[checkpoint_rootfs_delta_mb]="<= 5"
 TARGET[fork4_s]="<= 2"
 TARGET[proxy_vs_nginx_rps_ratio]=">= 1"
 TARGET[acquire_warm_p50_ms]="<= 10"
+TARGET[browser_snapshot_ratio_median]="<= 0.5"
+TARGET[browser_snapshot_ratio_total]="<= 0.5"
+TARGET[browser_sentences_unreachable]="0"
 TARGET[acquire_warm_p99_ms]="<= 50"
 
 reasons='{}'
@@ -111,8 +123,11 @@ machine=$(jq -nc --arg cpu "$cpu" --argjson n "$(nproc)" --argjson mem "$mem_gib
 	'{cpu: $cpu, cores: $n, memory_gib: $mem, kernel: $k, os: $os, runsc: $runsc}')
 # When each results file was written (a partial run keeps older ones), and
 # the load average at each benchmark's start ("boot 0.12,node 0.40,...").
+# (a missing file is skipped, not a failed loop: the last one decides the
+# loop's status, and pipefail would end the report there)
 sources=$(for f in $(printf '%s\n' "${SRC[@]}" | sort -u); do
-	[[ -s $R/$f.json ]] && jq -c --arg f "$f" --arg t "$(date -u -r "$R/$f.json" +%FT%TZ)" \
+	[[ -s $R/$f.json ]] || continue
+	jq -c --arg f "$f" --arg t "$(date -u -r "$R/$f.json" +%FT%TZ)" \
 		'{($f): (.at // .when // .measured_at // .shell.at // $t)}' "$R/$f.json"
 done | jq -sc 'add // {}')
 load=$(tr ',' '\n' <<<"${BENCH_LOAD:-}" | awk 'NF == 2 {printf "%s\"%s\": %s", (n++ ? ", " : "{"), $1, $2} END {print n ? "}" : "null"}')
@@ -213,6 +228,39 @@ plot_cdf bench/charts/wake.png "hibernation: every checkpoint, wake and fork (ms
 			(if $m.mem_available_drop_per_sandbox_mib then "; each added desktop took \($m.mem_available_drop_per_sandbox_mib) MiB of MemAvailable" else "" end) +
 			" (an idle booted one: \(.memory.host_available_drop_mib) MiB of MemAvailable, PSS \(.memory.sentry_pss_mib + .memory.gofer_pss_mib | floor) MiB). " +
 			"Projected from \(.memory.m) idle booted desktops: \($c.projected_by_memory) by memory, \($c.projected_by_cpu) by CPU."' "$R/node.json"
+	fi
+	if [[ -s $R/browser-pages.json ]]; then
+		echo
+		echo "## Browser pages: mcp-browser and playwright-mcp"
+		echo
+		# One row a page; a * marks a snapshot cut at the server's budget.
+		jq -r 'def n: if . == null then "-" else tostring end;
+			def how: if .ours.error then "failed" else
+				[ (if .ours.reach.direct then "direct" else empty end),
+				  (.ours.reach.continuation | select(. != null and .reached and .calls_to_sentence > 0) | "continuation (\(.calls_to_sentence) calls)"),
+				  (.ours.reach.find | select(. != null and .reached) | "browser_find") ]
+				| if length == 0 then "**no**" else join(", ") end end;
+			def pw(f): if .playwright.error then "-" else f end;
+			"bench/browser-pages.sh, \(.measured_at), \(.snapshots_per_page) snapshots a page (the first a warm-up), " +
+			"@playwright/mcp \(.versions.playwright_mcp), Chromium \(.versions.chromium), both headless on the host; load average \(.load_average.start) at the start. " +
+			"Characters of one browser_snapshot answer (* cut by the server); the ratio compares the same content: the whole page, " +
+			"or the part mcp-browser showed before its cut (its answers until the sentence showed), located in playwright-mcp'"'"'s whole snapshot.",
+			"",
+			"| page | package | characters: ours / playwright-mcp | ratio, same content | ms per snapshot | navigate ms | refs | sentence: ours | playwright-mcp |",
+			"|---|---|---|---|---|---|---|---|---|",
+			(.pages[] | if .ours.error then
+				"| \(.name) | \(.package) | mcp-browser failed: \(.ours.error | .[:120]) | | | | | | |"
+			 else
+				"| \(.name) | \(.package) | \(.ours.snapshot_chars)\(if .ours.cut then "*" else "" end) / \(pw("\(.playwright.snapshot_chars)\(if .playwright.cut then "*" else "" end)")) | " +
+				"\(.ratio | n) (\(.ratio_basis // "-")) | \(.ours.snapshot_ms_median) / \(pw(.playwright.snapshot_ms_median | n)) | " +
+				"\(.ours.navigate_ms) / \(pw(.playwright.navigate_ms | n)) | \(.ours.refs) / \(pw(.playwright.refs | n)) | \(how) | " +
+				"\(if .playwright.error then "failed: \(.playwright.error | gsub("[\\s|]+"; " ") | .[:80])" elif .playwright.direct then "direct" else "**no**" end) |"
+			 end),
+			"",
+			(.summary | "Size ratio for the same content over \(.pages_rated) pages: median \(.ratio_median | n), total \(.ratio_total | n) " +
+			 "(whole pages only, \(.pages_whole): median \(.ratio_median_whole | n), total \(.ratio_total_whole | n)); one answer against one answer, median \(.ratio_one_answer_median | n). " +
+			 "Sentences reachable: mcp-browser \(.reachable_ours)/\(.sentences), playwright-mcp \(.reachable_playwright)/\(.sentences).")' \
+			"$R/browser-pages.json"
 	fi
 } >bench/RESULTS.md
 echo "wrote bench/RESULTS.md"
