@@ -467,6 +467,22 @@ static void snap_fold(const struct snap *s, const json_t *node, json_t *kids, st
 	buf_free(&text);
 }
 
+/* Appends a link's address (url: its property), relative to the page,
+ * between open and close; nothing when it has none. */
+static void snap_url(const struct snap *s, const json_t *url, const char *open, const char *close,
+		     struct buf *out)
+{
+	struct buf u = BUF_INIT(1 << 16);
+
+	if (!json_is_string(url) || !json_string_length(url))
+		return;
+	snapshot_rel_url(s->o->page_url, json_string_value(url), &u);
+	buf_appends(out, open, NULL);
+	snap_text(out, buf_str(&u), false);
+	buf_appends(out, close, NULL);
+	buf_free(&u);
+}
+
 /* Roles that live inside a line of text. */
 static bool snap_inline_role(const char *role)
 {
@@ -548,15 +564,7 @@ static bool snap_inline(const struct snap *s, const json_t *kids, struct snap_in
 			}
 			if (ok && link) {
 				buf_appendf(&m, NULL, "[%s]", buf_str(&inner));
-				if (json_is_string(url) && json_string_length(url)) {
-					struct buf u = BUF_INIT(1 << 16);
-
-					snapshot_rel_url(s->o->page_url, json_string_value(url), &u);
-					buf_appends(&m, "(", NULL);
-					snap_text(&m, buf_str(&u), false);
-					buf_appends(&m, ")", NULL);
-					buf_free(&u);
-				}
+				snap_url(s, url, "(", ")", &m);
 				if (json_is_integer(be))
 					buf_appendf(&m, NULL, "%c%lld%c", SNAP_MARK, (long long)json_integer_value(be),
 						    SNAP_MARK_END);
@@ -690,15 +698,8 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 	}
 	snap_attrs(&line, node);
 	url = snap_prop(node, "url");
-	if (strcmp(role, "link") == 0 && json_is_string(url) && json_string_length(url)) {
-		struct buf u = BUF_INIT(1 << 16);
-
-		snapshot_rel_url(s->o->page_url, json_string_value(url), &u);
-		buf_appends(&line, " [url=", NULL);
-		snap_text(&line, buf_str(&u), false);
-		buf_appends(&line, "]", NULL);
-		buf_free(&u);
-	}
+	if (strcmp(role, "link") == 0)
+		snap_url(s, url, " [url=", "]", &line);
 	snap_fold(s, node, kids, &rest);
 	/* Below the depth limit nothing is shown: the node says how much it
 	 * holds and gets a ref to be looked into. */
