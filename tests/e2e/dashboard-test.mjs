@@ -165,7 +165,10 @@ try {
   await ap.waitForSelector('#node-rows tr');
   const row = await ap.textContent('#node-rows tr');
   tap.check(/up/.test(row) && /desktop \d+\/\d+/.test(row) && /GiB/.test(row), `the Nodes tab shows the node, its capacity and warm pool (${row.replace(/\s+/g, ' ').slice(0, 140)})`);
-  tap.check(/queue depth \d+/.test(await ap.textContent('#queue')), 'and the queue depth');
+  // (filled from /metrics after the rows: a slow portal answers it later)
+  const depth = await ap.waitForFunction(() => /queue depth \d+/.test(document.querySelector('#queue')?.textContent || ''),
+    null, { timeout: 15000 }).then(() => true, () => false);
+  tap.check(depth, 'and the queue depth', await ap.textContent('#queue'));
   await ap.screenshot({ path: `${args.shots}/dashboard-nodes.png` });
   await adm.close();
 
