@@ -903,9 +903,77 @@ static unsigned snap_ref(void *ud, int backend_id)
 	return br_ref_for(ud, backend_id);
 }
 
-/* The whole page's tree, the page's URL and its title (the tree's root is
- * the document, named by its title; the target info can lag behind a
- * navigation). */
+/* Renames an id of frame k's tree ("f2:17"): ids of two documents may be
+ * the same. */
+static json_t *snap_frame_id(int k, const json_t *id)
+{
+	char v[96];
+
+	snprintf(v, sizeof(v), "f%d:%s", k, json_string_value(id) ? json_string_value(id) : "");
+	return json_string(v);
+}
+
+/* Puts the tree of frame k (its nodes, renamed) under the Iframe node
+ * owner of nodes. */
+static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
+{
+	size_t i, j;
+	json_t *n, *id, *kids;
+
+	json_array_foreach(inner, i, n) {
+		json_t *c = json_deep_copy(n), *nk = json_array();
+
+		json_object_set_new(c, "nodeId", snap_frame_id(k, json_object_get(n, "nodeId")));
+		if (json_object_get(n, "parentId")) {
+			json_object_set_new(c, "parentId", snap_frame_id(k, json_object_get(n, "parentId")));
+		} else {
+			json_object_set(c, "parentId", json_object_get(owner, "nodeId"));
+			kids = json_array();
+			json_array_append_new(kids, snap_frame_id(k, json_object_get(n, "nodeId")));
+			json_object_set_new(owner, "childIds", kids);
+		}
+		json_array_foreach(json_object_get(n, "childIds"), j, id)
+			json_array_append_new(nk, snap_frame_id(k, id));
+		json_object_set_new(c, "childIds", nk);
+		json_array_append_new(nodes, c);
+	}
+}
+
+/* The iframes of the page (those its renderer draws: the same site)
+ * join the tree under their Iframe nodes, nested ones too, so their
+ * elements get refs like any other.  A frame whose tree cannot be had
+ * (another site's, in its own process) stays an empty Iframe line. */
+static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < json_array_size(nodes) && k < 32; i++) {
+		json_t *n = json_array_get(nodes, i);
+		const json_t *be = json_object_get(n, "backendDOMNodeId");
+		AUTOJSON json_t *d = NULL, *t = NULL;
+		struct err e2 = ERR_INIT;
+		const char *frame;
+
+		if (strcasecmp(snap_str(n, "role"), "Iframe") != 0 || !json_is_integer(be) ||
+		    json_array_size(json_object_get(n, "childIds")) > 0)
+			continue;
+		d = br_cdp(b, cx, true, "DOM.describeNode",
+			   json_pack("{s:I, s:i}", "backendNodeId", json_integer_value(be), "depth", 0), &e2);
+		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
+		if (frame)
+			t = br_cdp(b, cx, true, "Accessibility.getFullAXTree", json_pack("{s:s}", "frameId", frame),
+				   &e2);
+		if (!t) {
+			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
+			continue;
+		}
+		snap_graft(nodes, n, json_object_get(t, "nodes"), ++k);
+	}
+}
+
+/* The whole page's tree, its frames', the page's URL and its title (the
+ * tree's root is the document, named by its title; the target info can
+ * lag behind a navigation). */
 static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, size_t url_len,
 			 char *title, size_t title_len, struct err *e)
 {
@@ -914,6 +982,8 @@ static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, s
 
 	if (!r)
 		return NULL;
+	if (json_is_array(json_object_get(r, "nodes")))
+		snap_frames(b, cx, json_object_get(r, "nodes"));
 	/* the AX call may have raced a navigation: refs must name this document */
 	br_refs_begin(b);
 	br_page_info(b, url, url_len, title, title_len);

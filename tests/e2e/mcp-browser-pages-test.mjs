@@ -5,6 +5,7 @@
 //    reached by ref; browser_find names a sentence deep in it with a ref and
 //    a line, the snapshot at that line shows it, and a button found that way
 //    is clicked; depth limits show the top levels with refs to look into;
+//  - the elements of a same-site iframe are in the snapshot and clicked;
 //  - files written by mcp-shell are uploaded through the file chooser a
 //    click opened, and through the input's target;
 //  - browser_network_requests lists a page's fetches with their statuses;
@@ -118,6 +119,17 @@ await rejects(call('browser_find', {}), 'browser_find without text or regex is r
 await rejects(call('browser_find', { regex: '(' }), 'a regex that does not compile is refused');
 await rejects(call('browser_snapshot', { target: 'e99999999' }), 'an unknown target is an error');
 
+// --- an iframe of the same site ------------------------------------------------------
+await sh('write_file', { path: 'inner.html', content: '<!doctype html><title>Inner</title><p>Inside the frame</p><button onclick="this.textContent=\'Pressed inside\'">Press inside</button>' });
+await sh('write_file', { path: 'outer.html', content: '<!doctype html><title>Outer</title><p>Outside</p><iframe src="inner.html" width=400 height=150></iframe><button>Outer button</button>' });
+r = await call('browser_navigate', { url: `file://${home}/outer.html` });
+const inner = /- Iframe \[ref=e\d+\]\n - paragraph: Inside the frame\n - button "Press inside" \[ref=(e\d+)\]/.exec(text(r));
+check(!r.isError && inner, 'an iframe\'s elements are in the snapshot, under it, with refs', short(text(r)));
+if (inner) {
+  r = await call('browser_click', { target: inner[1], element: 'the button inside the frame' });
+  check(!r.isError && /button "Pressed inside"/.test(text(r)), '... and a click on one of them acts inside the frame', short(text(r)));
+}
+
 // --- file upload ---------------------------------------------------------------------
 await sh('write_file', { path: '/tmp/up-one.txt', content: 'first file\n' });
 await sh('write_file', { path: '/tmp/up-two.txt', content: 'the second file\n' });
@@ -200,7 +212,7 @@ check(!r.isError && /down 10,20.*up 200,150/.test(await title()), 'browser_mouse
 await rejects(call('browser_mouse_click_xy', { x: -5, y: 10 }), 'a negative coordinate is refused');
 await rejects(call('browser_mouse_click_xy', { x: 5 }), 'a missing coordinate is refused');
 
-await sh('run_command', { command: 'pkill -f "http.server 8123"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/net.pdf /tmp/up-*.txt' });
+await sh('run_command', { command: 'pkill -f "http.server 8123"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/inner.html ~/outer.html ~/net.pdf /tmp/up-*.txt' });
 await browser.close();
 await shell.close();
 process.exitCode = tap.failed ? 1 : 0;
