@@ -167,16 +167,13 @@ static int proxy_call(struct na_node *n, const char *id, const char *action, str
 	char url[512], auth[300];
 	const char *hdrs[] = {auth, NULL};
 	struct http_json_opts o = {.timeout_ms = 3000, .headers = hdrs};
-	AUTOJSON json_t *out = NULL;
 
 	if (!n->proxy_admin[0])
 		return 0;
 	snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/%s?hold_ms=%d", n->proxy_admin, id, action,
 		 NA_DRAIN_HOLD_MS);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", n->cred);
-	if (http_json("POST", url, NULL, &out, &o, e) < 0)
-		return -1;
-	return 0;
+	return http_json("POST", url, NULL, NULL, &o, e) < 0 ? -1 : 0;
 }
 
 /* ---- the gate ---- */

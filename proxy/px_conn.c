@@ -349,7 +349,7 @@ static void conn_free(struct px_conn *c)
 	struct px_worker *w = c->w;
 
 	if (c->up)
-		px_up_close(w, c->up, true);
+		px_up_close(w, c->up);
 	c->up = NULL;
 	if (c->st == CS_TUNNEL)
 		atomic_fetch_sub(&w->p->st.tunnels_open, 1);
@@ -485,7 +485,7 @@ static enum step answer(struct px_conn *c, int status, const char *code, const c
 	}
 	c->c2u.end = c->c2u.off;
 	if (c->up) {
-		px_up_close(c->w, c->up, true);
+		px_up_close(c->w, c->up);
 		c->up = NULL;
 	}
 	c->status = status;
@@ -947,7 +947,7 @@ static int node_answer(struct px_conn *c, enum step *out)
 		px_rt_invalidate(c->w->p->routes, c->rt);
 		if (!c->retried) {
 			c->retried = true;
-			px_up_close(c->w, up, false);
+			px_up_close(c->w, up);
 			c->up = NULL;
 			c->c2u.off -= c->head_len;
 			c->consumed = false;
@@ -962,7 +962,7 @@ static int node_answer(struct px_conn *c, enum step *out)
 		 * as for a hibernated sandbox (a noVNC reconnect must not get an
 		 * error answer: it would not retry). */
 		px_rt_invalidate(c->w->p->routes, c->rt);
-		px_up_close(c->w, up, false);
+		px_up_close(c->w, up);
 		c->up = NULL;
 		c->c2u.off -= c->head_len;
 		c->consumed = false;
@@ -1037,7 +1037,7 @@ static enum step retry_or_fail(struct px_conn *c, const char *what)
 		/* The same upstream head again (it is kept until an answer
 		 * begins; the request's own bytes may be gone from c2u). */
 		c->retried = true;
-		px_up_close(c->w, c->up, false);
+		px_up_close(c->w, c->up);
 		c->up = NULL;
 		c->c2u.hoff = 0;
 		c->u2c.eof = false;
@@ -1063,7 +1063,7 @@ static enum step finish(struct px_conn *c)
 		if (reuse)
 			px_idle_put(w, c->up);
 		else
-			px_up_close(w, c->up, false);
+			px_up_close(w, c->up);
 		c->up = NULL;
 	}
 	buf_reset(&c->c2u.hdr);
@@ -1391,7 +1391,7 @@ static enum step step_linger(struct px_conn *c)
 	if (!c->lingering) {
 		c->lingering = true;
 		if (c->up) {
-			px_up_close(w, c->up, true);
+			px_up_close(w, c->up);
 			c->up = NULL;
 		}
 		dir_free(w, &c->u2c);
@@ -1476,7 +1476,7 @@ void px_up_event(struct px_worker *w, struct px_up *up, uint32_t ev)
 			*pp = up->next;
 			w->nidle--;
 		}
-		px_up_close(w, up, false);
+		px_up_close(w, up);
 	}
 }
 
@@ -1561,7 +1561,7 @@ void px_conn_tick(struct px_worker *w, bool poked)
 		if (stopping || drained || w->now - up->idle_since >= (uint64_t)p->s.upstream_idle_ms) {
 			*pp = up->next;
 			w->nidle--;
-			px_up_close(w, up, drained);
+			px_up_close(w, up);
 			continue;
 		}
 		pp = &up->next;
@@ -1576,7 +1576,7 @@ void px_conn_close_all(struct px_worker *w)
 		struct px_up *up = w->idle;
 
 		w->idle = up->next;
-		px_up_close(w, up, false);
+		px_up_close(w, up);
 	}
 	w->nidle = 0;
 }

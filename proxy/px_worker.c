@@ -111,16 +111,10 @@ int px_worker_watch(struct px_worker *w, int fd, struct px_ev *ev)
 	return epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &e);
 }
 
-void px_up_close(struct px_worker *w, struct px_up *up, bool rst)
+void px_up_close(struct px_worker *w, struct px_up *up)
 {
-	if (up->fd >= 0) {
-		if (rst) {
-			struct linger l = {1, 0};
-
-			(void)setsockopt(up->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-		}
+	if (up->fd >= 0)
 		close(up->fd);
-	}
 	if (up->cfd >= 0)
 		close(up->cfd);
 	up->fd = up->cfd = -1;
@@ -152,7 +146,7 @@ void px_idle_put(struct px_worker *w, struct px_up *up)
 
 	up->conn = NULL;
 	if (up->hup) {
-		px_up_close(w, up, false);
+		px_up_close(w, up);
 		return;
 	}
 	if (up->rd) {
@@ -161,13 +155,13 @@ void px_idle_put(struct px_worker *w, struct px_up *up)
 		ssize_t n = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 
 		if (n >= 0 || errno != EAGAIN) {
-			px_up_close(w, up, false);
+			px_up_close(w, up);
 			return;
 		}
 		up->rd = false;
 	}
 	if (w->nidle >= MAX_IDLE || atomic_load(&w->p->stopping)) {
-		px_up_close(w, up, false);
+		px_up_close(w, up);
 		return;
 	}
 	up->idle_since = w->now;

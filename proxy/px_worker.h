@@ -95,8 +95,9 @@ struct px_up *px_idle_take(struct px_worker *w, struct px_rt *rt, int port);
 /* Keeps up for the next request to the same port (or closes it when the
  * list is full). */
 void px_idle_put(struct px_worker *w, struct px_up *up);
-/* Closes an upstream connection; with rst, by a reset (so nothing lingers
- * in the sandbox). */
-void px_up_close(struct px_worker *w, struct px_up *up, bool rst);
+/* Closes an upstream connection: by a reset, as every upstream socket has
+ * SO_LINGER 0 from the start (px_conn.c's no_fin), so nothing lingers in
+ * the sandbox. */
+void px_up_close(struct px_worker *w, struct px_up *up);
 
 #endif
