@@ -344,7 +344,7 @@ static void snap_attrs(struct buf *line, const json_t *node)
 
 static void snap_render(struct snap *s, const json_t *node, int depth);
 
-static bool snap_run_member(const struct snap *s, const json_t *node);
+static bool snap_run_member(const struct snap *s, json_t *pos);
 static void snap_render_run(struct snap *s, const json_t *run, int depth);
 
 /* Renders kids at depth; a run of inline kids side by side (the text,
@@ -357,8 +357,7 @@ static void snap_render_kids(struct snap *s, const json_t *kids, int depth)
 	while (i < n) {
 		size_t j = i;
 
-		while (j < n && snap_run_member(s, json_array_get(s->nodes, (size_t)json_integer_value(
-								   json_array_get(kids, j)))))
+		while (j < n && snap_run_member(s, json_array_get(kids, j)))
 			j++;
 		if (j - i >= 2) {
 			AUTOJSON json_t *run = json_array();
@@ -587,9 +586,11 @@ static bool snap_inline(const struct snap *s, const json_t *kids, struct snap_in
 	return true;
 }
 
-/* A kid that can share a line of text with its neighbours. */
-static bool snap_run_member(const struct snap *s, const json_t *node)
+/* A kid (its position in nodes) that can share a line of text with its
+ * neighbours. */
+static bool snap_run_member(const struct snap *s, json_t *pos)
 {
+	const json_t *node = json_array_get(s->nodes, (size_t)json_integer_value(pos));
 	const char *role = snap_str(node, "role");
 	AUTOJSON json_t *kk = NULL;
 	struct buf a = BUF_INIT(SNAP_MAX_INLINE * 2), b = BUF_INIT(SNAP_MAX_INLINE * 2);
@@ -603,8 +604,7 @@ static bool snap_run_member(const struct snap *s, const json_t *node)
 	if (strcmp(role, "link") != 0 && !snap_inline_role(role))
 		return false;
 	kk = json_array();
-	json_array_append_new(kk, json_integer((json_int_t)json_integer_value(
-					  json_object_get(s->index, json_string_value(json_object_get(node, "nodeId"))))));
+	json_array_append(kk, pos);
 	ok = snap_inline(s, kk, &in, false, 0);
 	buf_free(&a);
 	buf_free(&b);
