@@ -19,8 +19,12 @@
 #define BR_CONSOLE_MAX 200
 #define BR_CONSOLE_LINE 2000
 #define BR_MAX_REFS 50000
+#define BR_MAX_FRAMES 64
 #define BR_LOCK_WAIT_MS 60000
 #define BR_NAV_GRACE_MS 250
+/* How long a page whose document is ready may go on loading (images,
+ * frames, late scripts) before a wait answers that it is usable. */
+#define BR_USABLE_MS 2000
 #define BR_NET_MAX 500 /* requests kept per tab (of its current document) */
 
 /* One network request of a tab's current document. */
@@ -42,6 +46,8 @@ struct br_tab {
 	bool loading;
 	uint64_t load_started;  /* event sequence numbers */
 	uint64_t load_done;
+	uint64_t dom_ready;     /* the event that said the document was parsed */
+	uint64_t dom_ready_ms;  /* and when */
 	char *console[BR_CONSOLE_MAX];
 	unsigned con_head, con_n;
 	char dialog_type[16];    /* "" when no JavaScript dialog is open */
@@ -54,7 +60,13 @@ struct br_tab {
 
 struct br_ref {
 	unsigned n;
-	int backend;
+	int key; /* the walker's number of the element, its frame in the top bits */
+};
+
+/* A frame of the current tab the walker read, by its number in refs
+ * (0: the page's own, whose id is the target's). */
+struct br_frame {
+	char id[64];
 };
 
 struct browser {
@@ -76,6 +88,8 @@ struct browser {
 	unsigned first_ref; /* first number of the current epoch */
 	struct br_ref *refs;
 	size_t nrefs, caprefs;
+	struct br_frame frames[BR_MAX_FRAMES];
+	int nframes;
 };
 
 struct browser *browser_new(const struct browser_opts *o)
@@ -379,6 +393,9 @@ void browser_on_event(void *ud, const char *session, const char *method, json_t 
 		} else if (strcmp(method, "Page.frameStartedLoading") == 0 && main_frame) {
 			t->loading = true;
 			t->load_started = b->seq;
+		} else if (strcmp(method, "Page.domContentEventFired") == 0) {
+			t->dom_ready = b->seq;
+			t->dom_ready_ms = util_now_ms();
 		} else if (strcmp(method, "Page.frameStoppedLoading") == 0 && main_frame) {
 			t->loading = false;
 			t->load_done = b->seq;
@@ -644,6 +661,11 @@ int br_wait_load(struct browser *b, const struct br_cx *cx, uint64_t mark, unsig
 			break;
 		if (t->load_started > mark && !t->loading && t->load_done >= t->load_started)
 			break;
+		if (t->load_started > mark && t->dom_ready > t->load_started &&
+		    now - t->dom_ready_ms >= BR_USABLE_MS) {
+			rc = 1;
+			break;
+		}
 		if (only_if_started && t->load_started <= mark && now - start >= BR_NAV_GRACE_MS)
 			break;
 		if (now - start >= timeout_ms) {
@@ -688,11 +710,12 @@ void br_refs_begin(struct browser *b)
 		b->refs_epoch = epoch;
 		b->first_ref = b->next_ref;
 		b->nrefs = 0;
+		b->nframes = 0;
 	}
 	pthread_mutex_unlock(&b->mu);
 }
 
-unsigned br_ref_for(struct browser *b, int backend_id)
+unsigned br_ref_for(struct browser *b, int key)
 {
 	unsigned n = 0;
 
@@ -700,7 +723,7 @@ unsigned br_ref_for(struct browser *b, int backend_id)
 	/* Snapshots of one document are small enough for a linear scan to
 	 * be cheaper than what the snapshot itself costs. */
 	for (size_t i = 0; i < b->nrefs; i++)
-		if (b->refs[i].backend == backend_id) {
+		if (b->refs[i].key == key) {
 			n = b->refs[i].n;
 			goto out;
 		}
@@ -713,53 +736,145 @@ unsigned br_ref_for(struct browser *b, int backend_id)
 		b->caprefs = cap;
 	}
 	n = b->next_ref++;
-	b->refs[b->nrefs++] = (struct br_ref){n, backend_id};
+	b->refs[b->nrefs++] = (struct br_ref){n, key};
 out:
 	pthread_mutex_unlock(&b->mu);
 	return n;
 }
 
-int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
-		   int *backend_id, struct err *e)
+int br_frame_number(struct browser *b, const char *frame_id)
+{
+	int k = -1;
+
+	pthread_mutex_lock(&b->mu);
+	for (int i = 1; i < b->nframes && k < 0; i++)
+		if (strcmp(b->frames[i].id, frame_id) == 0)
+			k = i;
+	if (k < 0 && b->nframes < BR_MAX_FRAMES) {
+		if (b->nframes == 0)
+			b->nframes = 1; /* 0 is the page's own */
+		k = b->nframes++;
+		br_copy(b->frames[k].id, sizeof(b->frames[k].id), frame_id);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return k;
+}
+
+json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const char *call,
+		  bool by_value, struct err *e)
+{
+	char id[64];
+	AUTOFREE char *expr = NULL;
+
+	if (frame == 0) {
+		if (br_target(b, id, e) == -1)
+			return NULL;
+	} else {
+		pthread_mutex_lock(&b->mu);
+		if (frame < b->nframes)
+			br_copy(id, sizeof(id), b->frames[frame].id);
+		else
+			id[0] = '\0';
+		pthread_mutex_unlock(&b->mu);
+		if (!id[0]) {
+			err_set(e, 0, "frame %d is gone", frame);
+			return NULL;
+		}
+	}
+	/* One world of that name a frame: the walker installed there stays
+	 * while the document lives. */
+	AUTOJSON json_t *w = br_cdp(b, cx, true, "Page.createIsolatedWorld",
+				    json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
+	const json_t *ctx = json_object_get(w, "executionContextId");
+	if (!w)
+		return NULL;
+	if (!json_is_integer(ctx)) {
+		err_set(e, 0, "no isolated world in frame %s", id);
+		return NULL;
+	}
+	if (asprintf(&expr, "(globalThis.__clocheWalker ||= %s).%s", br_walk_js, call) == -1) {
+		err_set(e, ENOMEM, "walker");
+		return NULL;
+	}
+	json_t *r = br_cdp(b, cx, true, "Runtime.evaluate",
+			   json_pack("{s:s, s:O, s:b, s:b}", "expression", expr, "contextId", ctx, "returnByValue",
+				     by_value, "silent", 1),
+			   e);
+	const json_t *ex = json_object_get(r, "exceptionDetails");
+	if (r && ex) {
+		const char *t = json_string_value(
+			json_object_get(json_object_get(ex, "exception"), "description"));
+		err_set(e, 0, "the page's walker failed: %.300s",
+			t ? t : json_string_value(json_object_get(ex, "text")));
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The key a ref stands for, 0 when it is not one of this epoch's. */
+static int br_ref_key(struct browser *b, const char *ref, struct err *e)
 {
 	char *end;
 	unsigned long n;
-	int backend = -1;
+	int key = 0;
 	bool stale = false;
 
 	if (!ref || ref[0] != 'e' || !ref[1] || (n = strtoul(ref + 1, &end, 10), *end) || n == 0)
 		return err_http(e, 400, "\"%.40s\" is not an element ref: refs look like \"e12\" (from browser_snapshot)",
-				ref ? ref : "");
+				ref ? ref : ""),
+		       0;
 	pthread_mutex_lock(&b->mu);
 	struct br_tab *t = br_current(b);
 	if (n >= b->next_ref) {
 		pthread_mutex_unlock(&b->mu);
-		return err_set(e, 0, "ref %s is unknown: take a browser_snapshot and use a ref from it", ref);
+		return err_set(e, 0, "ref %s is unknown: take a browser_snapshot and use a ref from it", ref), 0;
 	}
 	if (n < b->first_ref || !t || strcmp(b->refs_target, b->cur) != 0 || b->refs_epoch != t->epoch)
 		stale = true;
 	for (size_t i = 0; !stale && i < b->nrefs; i++)
 		if (b->refs[i].n == n)
-			backend = b->refs[i].backend;
+			key = b->refs[i].key;
 	pthread_mutex_unlock(&b->mu);
-	if (stale || backend < 0)
-		return err_set(e, 0, "ref %s is stale: the page changed since the last browser_snapshot; take a new snapshot", ref);
+	if (stale || key <= 0)
+		return err_set(e, 0, "ref %s is stale: the page changed since the last browser_snapshot; take a new snapshot", ref),
+		       0;
+	return key;
+}
 
-	AUTOJSON json_t *r = br_cdp(b, cx, true, "DOM.resolveNode", json_pack("{s:i}", "backendNodeId", backend), e);
-	const char *obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
+int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
+		   int *backend_id, int *key, struct err *e)
+{
+	char call[48];
+	int k = br_ref_key(b, ref, e);
+
+	if (k <= 0)
+		return -1;
+	/* the walker's element, then the page's own handle of it (tools run
+	 * functions on it in the page's world, as browser_evaluate's do) */
+	snprintf(call, sizeof(call), "get(%d)", k & BR_KEY_ID);
+	AUTOJSON json_t *w = br_walker(b, cx, k >> BR_KEY_FRAME_SHIFT, call, false, e);
+	const char *obj = json_string_value(json_object_get(json_object_get(w, "result"), "objectId"));
+	if (!w)
+		return -1;
+	if (!obj)
+		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
+	AUTOJSON json_t *d = br_cdp(b, cx, true, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), e);
+	const json_t *be = json_object_get(json_object_get(d, "node"), "backendNodeId");
+	if (!d)
+		return -1;
+	if (!json_is_integer(be))
+		return err_set(e, 0, "ref %s: the element has no node id", ref);
+	AUTOJSON json_t *r = br_cdp(b, cx, true, "DOM.resolveNode",
+				    json_pack("{s:O}", "backendNodeId", be), e);
+	obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
 	if (!obj)
 		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
 	br_copy(out, 128, obj);
-	AUTOJSON json_t *c = br_cdp(b, cx, true, "Runtime.callFunctionOn",
-				    json_pack("{s:s, s:s, s:b}", "functionDeclaration",
-					      "function() { return this.isConnected; }", "objectId", obj,
-					      "returnByValue", 1), e);
-	if (!c)
-		return -1;
-	if (json_is_false(json_object_get(json_object_get(c, "result"), "value")))
-		return err_set(e, 0, "ref %s is stale: the element was removed from the page; take a new snapshot", ref);
 	if (backend_id)
-		*backend_id = backend;
+		*backend_id = (int)json_integer_value(be);
+	if (key)
+		*key = k;
 	return 0;
 }
 

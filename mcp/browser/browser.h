@@ -83,7 +83,9 @@ uint64_t br_load_mark(struct browser *b);
 /* Waits until the current tab finished a load that started after mark
  * (up to timeout_ms; 0 means the navigation timeout).  With only_if_started,
  * returns 0 at once when no navigation began after mark within a short
- * grace period (for clicks and key presses that may or may not navigate). */
+ * grace period (for clicks and key presses that may or may not navigate).
+ * Returns 1 when the page is usable but still loading: its document was
+ * parsed two seconds ago and images, frames or scripts are still coming. */
 int br_wait_load(struct browser *b, const struct br_cx *cx, uint64_t mark, unsigned timeout_ms,
 		 bool only_if_started, struct err *e);
 
@@ -96,15 +98,36 @@ int br_sleep(const struct br_cx *cx, unsigned ms, struct err *e);
  * were handed out, they all become stale. */
 void br_refs_begin(struct browser *b);
 
-/* The ref number for a DOM node in the current epoch (the same node keeps
- * its number across snapshots of one document).  0 when the table is full. */
-unsigned br_ref_for(struct browser *b, int backend_id);
+/* An element as the walker numbers it: its number in its frame's world
+ * (BR_KEY_ID bits), the frame's number above them. */
+#define BR_KEY_FRAME_SHIFT 24
+#define BR_KEY_ID ((1 << BR_KEY_FRAME_SHIFT) - 1)
 
-/* Resolves "e12" to a JavaScript object id of the live element (copied into
- * out, 128 bytes) and its backend node id.  Errors name the ref and say what
- * to do: unknown, stale (the page changed), or gone from the page. */
+/* The ref number for an element key in the current epoch (the same
+ * element keeps its number across snapshots of one document).  0 when
+ * the table is full. */
+unsigned br_ref_for(struct browser *b, int key);
+
+/* The number of a frame of the current tab (by its DevTools frame id)
+ * for keys: the same while the epoch lasts; -1 when too many. */
+int br_frame_number(struct browser *b, const char *frame_id);
+
+/* The page walker (walk.js), in mcp-browser's isolated world of frame
+ * number frame (0: the page), installed there when missing: evaluates
+ * "walker.<call>" and answers Runtime.evaluate's result (by value or as a
+ * handle), or NULL with e set (an exception included). */
+json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const char *call,
+		  bool by_value, struct err *e);
+
+/* The walker's source (generated from walk.js). */
+extern const char br_walk_js[];
+
+/* Resolves "e12" to a JavaScript object id of the live element in the
+ * page's world (copied into out, 128 bytes), its backend node id and its
+ * key (either may be NULL).  Errors name the ref and say what to do:
+ * unknown, stale (the page changed), or gone from the page. */
 int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
-		   int *backend_id, struct err *e);
+		   int *backend_id, int *key, struct err *e);
 
 /* --- console and tabs -------------------------------------------------------- */
 

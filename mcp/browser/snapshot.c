@@ -42,9 +42,13 @@ struct snap {
 
 /* --- reading nodes ------------------------------------------------------------- */
 
+/* Nodes come from the page walker (walk.js: plain strings, properties in
+ * "p") or from Chromium's accessibility tree ({"value": ...} objects, a
+ * "properties" list), which the unit tests use. */
 static const char *snap_str(const json_t *node, const char *field)
 {
-	const char *v = json_string_value(json_object_get(json_object_get(node, field), "value"));
+	const json_t *f = json_object_get(node, field);
+	const char *v = json_is_string(f) ? json_string_value(f) : json_string_value(json_object_get(f, "value"));
 	return v ? v : "";
 }
 
@@ -52,7 +56,10 @@ static const json_t *snap_prop(const json_t *node, const char *name)
 {
 	size_t i;
 	json_t *p;
+	const json_t *pp = json_object_get(node, "p");
 
+	if (pp)
+		return json_object_get(pp, name);
 	json_array_foreach(json_object_get(node, "properties"), i, p) {
 		const char *n = json_string_value(json_object_get(p, "name"));
 		if (n && strcmp(n, name) == 0)
@@ -644,6 +651,52 @@ out:
 	buf_free(&plain);
 }
 
+/* A row whose cells hold only inline content is one line, its cells
+ * between bars ("- row: Name | [Docs](d.html)[ref=e4] | 3"), a row of
+ * header cells marked so.  False (nothing written) for any other row. */
+static bool snap_row(const struct snap *s, const json_t *kids, struct buf *rest, bool *header)
+{
+	static const char *const cells[] = {"cell", "gridcell", "columnheader", "rowheader"};
+	size_t i, heads = 0, start = rest->len;
+	json_t *pos;
+	bool ok = json_array_size(kids) > 0;
+
+	buf_appends(rest, ":", NULL);
+	json_array_foreach(kids, i, pos) {
+		const json_t *k = json_array_get(s->nodes, (size_t)json_integer_value(pos));
+		const char *role = snap_str(k, "role");
+		AUTOJSON json_t *kk = json_array();
+		struct buf il = BUF_INIT(SNAP_MAX_INLINE * 2), plain = BUF_INIT(SNAP_MAX_INLINE * 2);
+		struct snap_inl in = {&il, &plain, false, false, false, ' ', 0};
+
+		if (!k || !snap_role_in(role, cells, ARRAY_LEN(cells)) || snap_pointable(k)) {
+			ok = false;
+			break;
+		}
+		heads += strstr(role, "header") != NULL;
+		snap_kids(s, k, kk, 0);
+		buf_appends(rest, i ? " | " : " ", NULL);
+		if (json_array_size(kk) == 0)
+			snap_text(rest, snap_str(k, "name"), false);
+		else if (snap_inline(s, kk, &in, false, 0))
+			buf_appends(rest, buf_str(&il), NULL);
+		else
+			ok = false;
+		buf_free(&il);
+		buf_free(&plain);
+		if (!ok || rest->len - start > SNAP_MAX_INLINE)
+			break;
+	}
+	if (!ok || rest->len - start > SNAP_MAX_INLINE) {
+		rest->len = start;
+		if (rest->data)
+			rest->data[start] = '\0';
+		return false;
+	}
+	*header = heads == json_array_size(kids);
+	return true;
+}
+
 static void snap_render(struct snap *s, const json_t *node, int depth)
 {
 	struct buf line = BUF_INIT(1 << 20), rest = BUF_INIT(1 << 20);
@@ -651,7 +704,7 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 	const char *role = snap_str(node, "role"), *name = snap_str(node, "name");
 	const json_t *backend = json_object_get(node, "backendDOMNodeId"), *url;
 	int indent = depth < 40 ? depth : 40;
-	bool hidden;
+	bool hidden, header = false;
 
 	for (int i = 0; i < indent; i++)
 		buf_append(&line, " ", 1, NULL);
@@ -664,6 +717,10 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 		return;
 	}
 	snap_kids(s, node, kids, 0);
+	if (strcmp(role, "row") == 0 && snap_row(s, kids, &rest, &header)) {
+		name = "";
+		json_array_clear(kids);
+	}
 	/* Inline content on the node's own line; a name it only repeats goes. */
 	if (json_array_size(kids) > 0 && !snap_has_value(role)) {
 		struct buf il = BUF_INIT(SNAP_MAX_INLINE * 2), plain = BUF_INIT(SNAP_MAX_INLINE * 2);
@@ -697,6 +754,8 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 		buf_appends(&line, "\"", NULL);
 	}
 	snap_attrs(&line, node);
+	if (header)
+		buf_appends(&line, " [header]", NULL);
 	url = snap_prop(node, "url");
 	if (strcmp(role, "link") == 0)
 		snap_url(s, url, " [url=", "]", &line);
@@ -913,8 +972,8 @@ static json_t *snap_frame_id(int k, const json_t *id)
 	return json_string(v);
 }
 
-/* Puts the tree of frame k (its nodes, renamed) under the Iframe node
- * owner of nodes. */
+/* Puts the tree of frame k (its nodes, renamed, their elements keyed with
+ * the frame's number) under the Iframe node owner of nodes. */
 static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
 {
 	size_t i, j;
@@ -922,8 +981,13 @@ static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
 
 	json_array_foreach(inner, i, n) {
 		json_t *c = json_deep_copy(n), *nk = json_array();
+		const json_t *be = json_object_get(n, "backendDOMNodeId");
 
 		json_object_set_new(c, "nodeId", snap_frame_id(k, json_object_get(n, "nodeId")));
+		if (json_is_integer(be))
+			json_object_set_new(c, "backendDOMNodeId",
+					    json_integer((json_integer_value(be) & BR_KEY_ID) |
+							 ((json_int_t)k << BR_KEY_FRAME_SHIFT)));
 		if (json_object_get(n, "parentId")) {
 			json_object_set_new(c, "parentId", snap_frame_id(k, json_object_get(n, "parentId")));
 		} else {
@@ -939,57 +1003,78 @@ static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
 	}
 }
 
-/* The iframes of the page (those its renderer draws: the same site)
- * join the tree under their Iframe nodes, nested ones too, so their
- * elements get refs like any other.  A frame whose tree cannot be had
- * (another site's, in its own process) stays an empty Iframe line. */
-static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes)
+/* The walker's outline of frame k: {url, title, nodes}. */
+static json_t *snap_read(struct browser *b, const struct br_cx *cx, int k, struct err *e)
 {
-	int k = 0;
-
-	for (size_t i = 0; i < json_array_size(nodes) && k < 32; i++) {
-		json_t *n = json_array_get(nodes, i);
-		const json_t *be = json_object_get(n, "backendDOMNodeId");
-		AUTOJSON json_t *d = NULL, *t = NULL;
-		struct err e2 = ERR_INIT;
-		const char *frame;
-
-		if (strcasecmp(snap_str(n, "role"), "Iframe") != 0 || !json_is_integer(be) ||
-		    json_array_size(json_object_get(n, "childIds")) > 0)
-			continue;
-		d = br_cdp(b, cx, true, "DOM.describeNode",
-			   json_pack("{s:I, s:i}", "backendNodeId", json_integer_value(be), "depth", 0), &e2);
-		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
-		if (frame)
-			t = br_cdp(b, cx, true, "Accessibility.getFullAXTree", json_pack("{s:s}", "frameId", frame),
-				   &e2);
-		if (!t) {
-			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
-			continue;
-		}
-		snap_graft(nodes, n, json_object_get(t, "nodes"), ++k);
-	}
-}
-
-/* The whole page's tree, its frames', the page's URL and its title (the
- * tree's root is the document, named by its title; the target info can
- * lag behind a navigation). */
-static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, size_t url_len,
-			 char *title, size_t title_len, struct err *e)
-{
-	json_t *r = br_cdp(b, cx, true, "Accessibility.getFullAXTree", NULL, e);
-	const json_t *root;
+	AUTOJSON json_t *r = br_walker(b, cx, k, "walk()", true, e);
+	const char *text = json_string_value(json_object_get(json_object_get(r, "result"), "value"));
+	json_error_t je;
+	json_t *t;
 
 	if (!r)
 		return NULL;
-	if (json_is_array(json_object_get(r, "nodes")))
-		snap_frames(b, cx, json_object_get(r, "nodes"));
-	/* the AX call may have raced a navigation: refs must name this document */
+	if (!text) {
+		err_set(e, 0, "the page could not be read");
+		return NULL;
+	}
+	if (!(t = json_loads(text, 0, &je)) || !json_is_array(json_object_get(t, "nodes"))) {
+		json_decref(t);
+		err_set(e, 0, "the page's outline is not JSON: %s", je.text);
+		return NULL;
+	}
+	log_debug("walk", "{s:i, s:I, s:O?}", "frame", k, "chars", (json_int_t)strlen(text), "js_ms",
+		  json_object_get(t, "ms"));
+	return t;
+}
+
+/* The iframes whose document the walker of their parent cannot reach
+ * (another origin's) are walked in their own frame's world and join the
+ * tree under their Iframe nodes, nested ones too.  A frame that cannot be
+ * read (in another process: another site's, where the browser isolates
+ * sites) stays an Iframe line without content. */
+static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes)
+{
+	for (size_t i = 0; i < json_array_size(nodes); i++) {
+		json_t *n = json_array_get(nodes, i);
+		const json_t *be = json_object_get(n, "backendDOMNodeId");
+		AUTOJSON json_t *h = NULL, *d = NULL, *t = NULL;
+		struct err e2 = ERR_INIT;
+		const char *obj, *frame;
+		char call[48];
+		int key, k;
+
+		if (!snap_true(snap_prop(n, "frame")) || !json_is_integer(be))
+			continue;
+		key = (int)json_integer_value(be);
+		snprintf(call, sizeof(call), "get(%d)", key & BR_KEY_ID);
+		h = br_walker(b, cx, key >> BR_KEY_FRAME_SHIFT, call, false, &e2);
+		obj = json_string_value(json_object_get(json_object_get(h, "result"), "objectId"));
+		if (obj)
+			d = br_cdp(b, cx, true, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), &e2);
+		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
+		if (!frame || (k = br_frame_number(b, frame)) < 0 || !(t = snap_read(b, cx, k, &e2))) {
+			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
+			continue;
+		}
+		snap_graft(nodes, n, json_object_get(t, "nodes"), k);
+	}
+}
+
+/* The whole page's outline nodes with its frames', the page's URL and its
+ * title (the target info can lag behind a navigation). */
+static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, size_t url_len,
+			 char *title, size_t title_len, struct err *e)
+{
+	json_t *r;
+
+	/* refs must name the document read: a navigation since the last
+	 * snapshot starts a new epoch before the walk */
 	br_refs_begin(b);
-	br_page_info(b, url, url_len, title, title_len);
-	root = json_array_get(json_object_get(r, "nodes"), 0);
-	if (root && strcmp(snap_str(root, "role"), "RootWebArea") == 0 && snap_str(root, "name")[0])
-		snprintf(title, title_len, "%s", snap_str(root, "name"));
+	if (!(r = snap_read(b, cx, 0, e)))
+		return NULL;
+	snap_frames(b, cx, json_object_get(r, "nodes"));
+	snprintf(url, url_len, "%s", json_string_value(json_object_get(r, "url")) ?: "");
+	snprintf(title, title_len, "%s", json_string_value(json_object_get(r, "title")) ?: "");
 	return r;
 }
 
@@ -998,22 +1083,21 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 {
 	AUTOJSON json_t *r = NULL;
 	char url[2048], title[256], obj[128], part[64] = "";
-	int backend = 0;
+	int key = 0;
 	const json_t *top = NULL;
 	struct snap_stats st;
 	size_t head;
 
-	if (ref && br_ref_resolve(b, cx, ref, obj, &backend, e) == -1)
+	if (ref && br_ref_resolve(b, cx, ref, obj, NULL, &key, e) == -1)
 		return -1;
 	uint64_t t0 = util_now_ms();
-	br_refs_begin(b);
 	if (!(r = snap_tree(b, cx, url, sizeof(url), title, sizeof(title), e)))
 		return err_wrap(e, "snapshot");
 	/* the tree is the whole page's: an element is found in it, so it is
 	 * rendered exactly as it shows in a page snapshot */
-	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), backend)))
-		return err_set(e, 0, "the element %s is not in the page's accessibility tree (hidden, or the "
-			       "page changed); take a snapshot of the whole page", ref);
+	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), key)))
+		return err_set(e, 0, "the element %s is not in the page's outline (hidden, or the page "
+			       "changed); take a snapshot of the whole page", ref);
 	if (ref)
 		snprintf(part, sizeof(part), "\"target\": \"%s\", ", ref);
 	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n", url, title) == -1)
@@ -1026,7 +1110,7 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 	struct snap_opts o = {top, max_chars, depth, offset, url, snap_ref, b};
 	snapshot_render(json_object_get(r, "nodes"), &o, out, &st);
 	log_debug("snapshot", "{s:I, s:I, s:I, s:I, s:I}", "nodes",
-		  (json_int_t)json_array_size(json_object_get(r, "nodes")), "ax_ms", (json_int_t)(t1 - t0),
+		  (json_int_t)json_array_size(json_object_get(r, "nodes")), "walk_ms", (json_int_t)(t1 - t0),
 		  "render_ms", (json_int_t)(util_now_ms() - t1), "lines", (json_int_t)st.lines, "shown",
 		  (json_int_t)st.shown);
 	if (offset && offset >= st.lines) {
@@ -1060,7 +1144,6 @@ int snapshot_search_take(struct browser *b, const struct br_cx *cx, const struct
 	char url[2048], title[256];
 	size_t found, head;
 
-	br_refs_begin(b);
 	if (!(r = snap_tree(b, cx, url, sizeof(url), title, sizeof(title), e)))
 		return err_wrap(e, "find");
 	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n", url, title) == -1)

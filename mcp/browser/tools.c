@@ -172,7 +172,7 @@ int tl_element(struct tl *t, const json_t *args, const char **ref, char object_i
 	if (tl_target(args, true, ref, e) == -1 ||
 	    cj_get_str(args, "element", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
-	return br_ref_resolve(t->b, &t->cx, *ref, object_id, backend, e);
+	return br_ref_resolve(t->b, &t->cx, *ref, object_id, backend, NULL, e);
 }
 
 /* --- navigation ------------------------------------------------------------ */
@@ -200,10 +200,13 @@ static int tl_navigate(struct tl *t, const json_t *args, struct mcp_result *res,
 	const char *failed = json_string_value(json_object_get(r, "errorText"));
 	if (failed && failed[0])
 		return err_set(e, 0, "navigation to %s failed: %s", url, failed);
-	if (json_object_get(r, "loaderId") &&
-	    br_wait_load(t->b, &t->cx, mark, 0, false, e) == -1)
+	int loaded = json_object_get(r, "loaderId") ? br_wait_load(t->b, &t->cx, mark, 0, false, e) : 0;
+	if (loaded == -1)
 		return -1;
 	if (buf_appendf(&out, e, "Navigated to %s\n", url) == -1)
+		return -1;
+	if (loaded == 1 && buf_appends(&out, "The page is usable and still loading (images, frames or scripts): "
+				       "browser_wait_for waits for a text to show.\n", e) == -1)
 		return -1;
 	return tl_finish(t, &out, res, e);
 }
@@ -521,7 +524,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			snprintf(num, sizeof(num), "%g", json_number_value(value)), sv = num;
 		if (!type)
 			type = "textbox";
-		if (tl_target(f, true, &ref, e) == -1 || br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
+		if (tl_target(f, true, &ref, e) == -1 || br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1)
 			return err_wrap(e, "field %zu", i);
 		if (strcmp(type, "checkbox") == 0 || strcmp(type, "radio") == 0) {
 			bool want = strcmp(sv, "true") == 0 || strcmp(sv, "on") == 0 || strcmp(sv, "checked") == 0;
@@ -651,7 +654,7 @@ static int tl_screenshot(struct tl *t, const json_t *args, struct mcp_result *re
 		} else {
 			char obj[128];
 			int backend;
-			if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1) {
+			if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1) {
 				json_decref(params);
 				return -1;
 			}
@@ -705,7 +708,7 @@ static int tl_evaluate(struct tl *t, const json_t *args, struct mcp_result *res,
 	if (ref) {
 		char obj[128];
 		int backend;
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1)
+		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1)
 			return -1;
 		r = tl_cdp(t, "Runtime.callFunctionOn",
 			   json_pack("{s:s, s:s, s:[{s:s}], s:b, s:b, s:b}", "functionDeclaration", fn,
@@ -875,8 +878,8 @@ static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, str
 	if (tools_element_arg(args, "startTarget", "startRef", true, &from, e) == -1 ||
 	    tools_element_arg(args, "endTarget", "endRef", true, &to, e) == -1)
 		return -1;
-	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, e) == -1 ||
-	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, e) == -1 ||
+	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, NULL, e) == -1 ||
+	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, NULL, e) == -1 ||
 	    in_element_point(t->b, &t->cx, b1, &x1, &y1, e) == -1 ||
 	    in_element_point(t->b, &t->cx, b2, &x2, &y2, e) == -1)
 		return -1;

@@ -69,7 +69,7 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 	if (ref) {
 		AUTOJSON json_t *m = NULL;
 
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, e) == -1 ||
+		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1 ||
 		    !(m = tl_call_on(t, obj,
 				     "function() { return this instanceof HTMLInputElement && this.type === 'file'"
 				     " ? this.multiple : null; }",

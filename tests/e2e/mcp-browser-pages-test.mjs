@@ -5,7 +5,9 @@
 //    reached by ref; browser_find names a sentence deep in it with a ref and
 //    a line, the snapshot at that line shows it, and a button found that way
 //    is clicked; depth limits show the top levels with refs to look into;
-//  - the elements of a same-site iframe are in the snapshot and clicked;
+//  - the elements of iframes are in the snapshot and clicked: of the same
+//    origin, and of another origin and site (localhost inside 127.0.0.1);
+//  - sections that content-visibility: auto has not laid out are found;
 //  - files written by mcp-shell are uploaded through the file chooser a
 //    click opened, and through the input's target;
 //  - browser_network_requests lists a page's fetches with their statuses;
@@ -181,6 +183,32 @@ check(/\[GET\] http:\/\/127\.0\.0\.1:8123\/net\.html => \[200\] \(Document\)/.te
   /\[GET\] http:\/\/127\.0\.0\.1:8123\/data\.json => \[200\]/.test(net) &&
   /\[GET\] http:\/\/127\.0\.0\.1:8123\/missing\.json => \[404\]/.test(net),
   'browser_network_requests lists the page, its fetch and the missing file with their statuses', short(net));
+
+// --- an iframe of another origin and site ---------------------------------------------------
+await sh('write_file', { path: 'www/xo-inner.html', content: '<!doctype html><title>Other</title><p>Across origins</p><input aria-label="Far field"><button onclick="this.textContent=\'Pressed across\'">Press across</button>' });
+await sh('write_file', { path: 'www/xo.html', content: '<!doctype html><title>Host</title><p>Host page</p><iframe title="other site" src="http://localhost:8123/xo-inner.html" width=500 height=200></iframe>' });
+r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/xo.html' });
+await call('browser_wait_for', { time: 1 });
+r = await call('browser_snapshot');
+const xo = /- Iframe "other site" \[ref=e\d+\]\n - paragraph: Across origins\n - textbox "Far field" \[ref=(e\d+)\]\n - button "Press across" \[ref=(e\d+)\]/.exec(text(r));
+check(!r.isError && xo, 'a frame of another origin and site is in the snapshot with refs', short(text(r)));
+if (xo) {
+  r = await call('browser_click', { target: xo[2], element: 'the button across origins' });
+  check(!r.isError && /button "Pressed across"/.test(text(r)), '... a click acts inside it', short(text(r)));
+  r = await call('browser_type', { target: xo[1], element: 'the far field', text: 'typed across' });
+  r = await call('browser_snapshot');
+  check(/textbox "Far field"( \[active\])? \[ref=e\d+\]: typed across/.test(text(r)), '... and text typed into its field is there', short(text(r)));
+}
+
+// --- content-visibility: auto ------------------------------------------------------------
+await sh('write_file', {
+  path: 'www/cv.html',
+  content: '<!doctype html><title>Lazy</title><style>section{content-visibility:auto}</style>' +
+    Array.from({ length: 60 }, (_, i) => `<section><h2>Part ${i}</h2><p>${i === 57 ? 'The otter keeps its stone in a pocket.' : 'Plain part ' + i + '.'}</p></section>`).join(''),
+});
+r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/cv.html' });
+r = await call('browser_find', { text: 'otter keeps its stone' });
+check(!r.isError && /paragraph.*otter keeps its stone/.test(text(r)), 'a sentence in a section content-visibility: auto skips is found', short(text(r)));
 
 // --- PDF ----------------------------------------------------------------------------------
 r = await call('browser_pdf_save', { filename: 'net.pdf' });

@@ -100,6 +100,14 @@ static const struct {
 	 "[" N("1", "RootWebArea", "T", "[\"2\"]", "") "," N("2", "group", "Box", "[]",
 	 ",\"backendDOMNodeId\":2,\"properties\":[{\"name\":\"focusable\",\"value\":{\"value\":true}}]") "]",
 	 "- group \"Box\" [ref=e1]\n"},
+	{"the page walker's nodes: plain strings, properties in p",
+	 "[{\"nodeId\":\"1\",\"role\":\"RootWebArea\",\"name\":\"T\",\"childIds\":[\"2\",\"4\",\"5\"]},"
+	 "{\"nodeId\":\"2\",\"parentId\":\"1\",\"role\":\"heading\",\"name\":\"Intro\",\"p\":{\"level\":2},"
+	 "\"childIds\":[\"3\"],\"backendDOMNodeId\":3},{\"nodeId\":\"3\",\"parentId\":\"2\",\"role\":\"StaticText\",\"name\":\"Intro\"},"
+	 "{\"nodeId\":\"4\",\"parentId\":\"1\",\"role\":\"checkbox\",\"name\":\"Agree\",\"p\":{\"checked\":\"true\",\"focused\":true},"
+	 "\"backendDOMNodeId\":5},{\"nodeId\":\"5\",\"parentId\":\"1\",\"role\":\"textbox\",\"name\":\"Name\",\"value\":\"Ada\","
+	 "\"backendDOMNodeId\":6}]",
+	 "- heading \"Intro\" [level=2] [ref=e1]\n- checkbox \"Agree\" [checked] [active] [ref=e2]\n- textbox \"Name\" [ref=e3]: Ada\n"},
 	{"unknown child ids and an empty tree are harmless",
 	 "[" N("1", "RootWebArea", "T", "[\"9\"]", "") "]", ""},
 };
