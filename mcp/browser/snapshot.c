@@ -1,4 +1,4 @@
-/* Accessibility tree -> compact numbered outline with refs; see snapshot.h.
+/* The page's elements -> compact numbered outline with refs; see snapshot.h.
  * The tree arrives as a flat array whose nodes name their children by id; a
  * jansson object indexes ids to positions.  Rendering always walks the whole
  * outline (of its root), counting the lines it does not write, so an answer

@@ -1,6 +1,7 @@
-/* The accessibility snapshot: Chromium's full AX tree of the current tab,
- * rendered as a compact form of the YAML-like outline playwright-mcp users
- * know
+/* The page snapshot: the current tab's elements as the page walker reads
+ * them (walk.js; Chromium's accessibility tree has the same shape and the
+ * unit tests use it), rendered as a compact form of the YAML-like outline
+ * playwright-mcp users know
  *
  *	- heading "Sign in" [level=1] [ref=e3]
  *	- paragraph: Use your account.
@@ -47,7 +48,8 @@ struct snap_stats {
 };
 
 /* Appends the outline to out (the rendering alone, also for tests):
- * nodes is the "nodes" array of an Accessibility.getFullAXTree answer. */
+ * nodes is the walker's "nodes" array, or the same of an
+ * Accessibility.getFullAXTree answer. */
 void snapshot_render(const json_t *nodes, const struct snap_opts *o, struct buf *out,
 		     struct snap_stats *st);
 
@@ -75,7 +77,7 @@ const json_t *snapshot_find(const json_t *nodes, int backend_id);
  * page, or with ref (NULL: none) of that element and what is inside it,
  * depth and offset as in snap_opts.  Refs are registered with b as they
  * are written.  0 or -1 with e set (ref unknown, stale, or not in the
- * accessibility tree; an offset past the end). */
+ * outline; an offset past the end). */
 int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, int depth,
 		  size_t offset, size_t max_chars, struct buf *out, struct err *e);
 
