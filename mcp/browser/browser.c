@@ -64,9 +64,21 @@ struct br_ref {
 };
 
 /* A frame of the current tab the walker read, by its number in refs
- * (0: the page's own, whose id is the target's). */
+ * (0: the page's own, whose id is the target's), and the DevTools session
+ * it is reached through once known ("": the tab's). */
 struct br_frame {
 	char id[64];
+	char session[64];
+	bool known;
+};
+
+/* A frame drawn by a process of its own (another site's, where Chromium
+ * isolates sites): auto-attached as a target, reached by its own session
+ * in the session of its parent. */
+struct br_oop {
+	char target[64]; /* = its frame id */
+	char session[64];
+	char parent[64]; /* the parent's session */
 };
 
 struct browser {
@@ -90,6 +102,8 @@ struct browser {
 	size_t nrefs, caprefs;
 	struct br_frame frames[BR_MAX_FRAMES];
 	int nframes;
+	struct br_oop oop[BR_MAX_FRAMES];
+	int noop;
 };
 
 struct browser *browser_new(const struct browser_opts *o)
@@ -361,6 +375,32 @@ static void br_net_event(struct br_tab *t, const char *method, json_t *params)
 	}
 }
 
+/* An out-of-process frame was attached (auto-attach of its parent). */
+static void br_oop_add(struct browser *b, const char *parent, const json_t *params)
+{
+	const json_t *info = json_object_get(params, "targetInfo");
+	const char *type = json_string_value(json_object_get(info, "type"));
+	const char *id = json_string_value(json_object_get(info, "targetId"));
+	const char *sid = json_string_value(json_object_get(params, "sessionId"));
+
+	if (!type || strcmp(type, "iframe") != 0 || !id || !sid || b->noop == BR_MAX_FRAMES)
+		return;
+	struct br_oop *o = &b->oop[b->noop++];
+	br_copy(o->target, sizeof(o->target), id);
+	br_copy(o->session, sizeof(o->session), sid);
+	/* a frame of the tab itself: "" names the tab's session */
+	br_copy(o->parent, sizeof(o->parent), parent && !br_by_session(b, parent) ? parent : "");
+}
+
+static void br_oop_drop(struct browser *b, const char *sid)
+{
+	for (int i = 0; sid && i < b->noop; i++)
+		if (strcmp(b->oop[i].session, sid) == 0) {
+			b->oop[i] = b->oop[--b->noop];
+			return;
+		}
+}
+
 void browser_on_event(void *ud, const char *session, const char *method, json_t *params)
 {
 	struct browser *b = ud;
@@ -376,9 +416,13 @@ void browser_on_event(void *ud, const char *session, const char *method, json_t 
 		br_target_info(b, json_object_get(params, "targetInfo"), false);
 	} else if (strcmp(method, "Target.targetDestroyed") == 0) {
 		br_target_gone(b, json_string_value(json_object_get(params, "targetId")));
+	} else if (strcmp(method, "Target.attachedToTarget") == 0) {
+		br_oop_add(b, session, params);
 	} else if (strcmp(method, "Target.detachedFromTarget") == 0) {
-		if ((t = br_by_session(b, json_string_value(json_object_get(params, "sessionId")))))
+		const char *sid = json_string_value(json_object_get(params, "sessionId"));
+		if ((t = br_by_session(b, sid)))
 			t->session[0] = '\0';
+		br_oop_drop(b, sid);
 	} else if ((t = br_by_session(b, session))) {
 		const char *frame = json_string_value(json_object_get(params, "frameId"));
 		bool main_frame = frame && strcmp(frame, t->target) == 0;
@@ -468,6 +512,20 @@ static json_t *br_call(struct browser *b, const struct br_cx *cx, const char *se
 			cx ? cx->ud : NULL, e);
 }
 
+/* Frames in processes of their own (where Chromium isolates sites) are
+ * attached as they appear, each with a session of its own. */
+static int br_auto_attach(struct browser *b, const struct br_cx *cx, const char *session,
+			  struct err *e)
+{
+	json_t *x = br_call(b, cx, session, "Target.setAutoAttach",
+			    json_pack("{s:b, s:b, s:b}", "autoAttach", 1, "waitForDebuggerOnStart", 0,
+				      "flatten", 1),
+			    b->o.cdp_timeout_ms, e);
+
+	json_decref(x);
+	return x ? 0 : -1;
+}
+
 /* Attaches to target id when it has no session yet; copies the session
  * into out.  0 or -1. */
 static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, char out[64],
@@ -510,7 +568,7 @@ static int br_attach(struct browser *b, const struct br_cx *cx, const char *id, 
 			return -1;
 		json_decref(x);
 	}
-	return 0;
+	return br_auto_attach(b, cx, s, e);
 }
 
 /* A page command is not answered while a JavaScript dialog is open (the
@@ -566,6 +624,14 @@ json_t *br_cdp(struct browser *b, const struct br_cx *cx, bool page, const char 
 	       json_t *params, struct err *e)
 {
 	return br_cdp_t(b, cx, page, method, params, b->o.cdp_timeout_ms, e);
+}
+
+json_t *br_cdp_s(struct browser *b, const struct br_cx *cx, const char *session, const char *method,
+		 json_t *params, struct err *e)
+{
+	if (!session || !session[0])
+		return br_cdp(b, cx, true, method, params, e);
+	return br_call(b, cx, session, method, params, b->o.cdp_timeout_ms, e);
 }
 
 int br_target(struct browser *b, char out[64], struct err *e)
@@ -760,46 +826,99 @@ int br_frame_number(struct browser *b, const char *frame_id)
 	return k;
 }
 
-json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const char *call,
-		  bool by_value, struct err *e)
+/* The frame id of frame number k and the session it is known to be
+ * reached through (known false: not tried yet).  0 or -1 (no such frame). */
+static int br_frame_get(struct browser *b, int k, char id[64], char session[64], bool *known,
+			struct err *e)
+{
+	if (k == 0) {
+		*known = true;
+		session[0] = '\0';
+		return br_target(b, id, e);
+	}
+	pthread_mutex_lock(&b->mu);
+	bool ok = k > 0 && k < b->nframes;
+	if (ok) {
+		br_copy(id, 64, b->frames[k].id);
+		br_copy(session, 64, b->frames[k].session);
+		*known = b->frames[k].known;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return ok ? 0 : err_set(e, 0, "frame %d is gone", k);
+}
+
+/* The session of out-of-process frame id, copied into out; false when
+ * there is none. */
+static bool br_oop_session(struct browser *b, const char *id, char out[64])
+{
+	bool found = false;
+
+	pthread_mutex_lock(&b->mu);
+	for (int i = 0; i < b->noop && !found; i++)
+		if (strcmp(b->oop[i].target, id) == 0) {
+			br_copy(out, 64, b->oop[i].session);
+			found = true;
+		}
+	pthread_mutex_unlock(&b->mu);
+	return found;
+}
+
+/* mcp-browser's isolated world in frame k: its execution context, and
+ * the session it lives in (copied into session).  A frame the tab's
+ * session does not have is looked for among the out-of-process ones. */
+static json_t *br_world(struct browser *b, const struct br_cx *cx, int k, char session[64],
+			struct err *e)
 {
 	char id[64];
-	AUTOFREE char *expr = NULL;
+	bool known;
+	json_t *w;
 
-	if (frame == 0) {
-		if (br_target(b, id, e) == -1)
-			return NULL;
-	} else {
-		pthread_mutex_lock(&b->mu);
-		if (frame < b->nframes)
-			br_copy(id, sizeof(id), b->frames[frame].id);
-		else
-			id[0] = '\0';
-		pthread_mutex_unlock(&b->mu);
-		if (!id[0]) {
-			err_set(e, 0, "frame %d is gone", frame);
-			return NULL;
-		}
-	}
+	if (br_frame_get(b, k, id, session, &known, e) == -1)
+		return NULL;
 	/* One world of that name a frame: the walker installed there stays
 	 * while the document lives. */
-	AUTOJSON json_t *w = br_cdp(b, cx, true, "Page.createIsolatedWorld",
-				    json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
+	w = br_cdp_s(b, cx, session, "Page.createIsolatedWorld",
+		     json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
+	if (!w && !known && br_oop_session(b, id, session)) {
+		err_clear(e);
+		/* its own frames of other sites are attached too */
+		if (br_auto_attach(b, cx, session, e) == -1)
+			return NULL;
+		w = br_cdp_s(b, cx, session, "Page.createIsolatedWorld",
+			     json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
+	}
+	if (w && !known) {
+		pthread_mutex_lock(&b->mu);
+		if (k < b->nframes && strcmp(b->frames[k].id, id) == 0) {
+			br_copy(b->frames[k].session, sizeof(b->frames[k].session), session);
+			b->frames[k].known = true;
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
+	return w;
+}
+
+json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const char *call,
+		  bool by_value, char session[64], struct err *e)
+{
+	AUTOFREE char *expr = NULL;
+	AUTOJSON json_t *w = br_world(b, cx, frame, session, e);
 	const json_t *ctx = json_object_get(w, "executionContextId");
+
 	if (!w)
 		return NULL;
 	if (!json_is_integer(ctx)) {
-		err_set(e, 0, "no isolated world in frame %s", id);
+		err_set(e, 0, "no isolated world in frame %d", frame);
 		return NULL;
 	}
 	if (asprintf(&expr, "(globalThis.__clocheWalker ||= %s).%s", br_walk_js, call) == -1) {
 		err_set(e, ENOMEM, "walker");
 		return NULL;
 	}
-	json_t *r = br_cdp(b, cx, true, "Runtime.evaluate",
-			   json_pack("{s:s, s:O, s:b, s:b}", "expression", expr, "contextId", ctx, "returnByValue",
-				     by_value, "silent", 1),
-			   e);
+	json_t *r = br_cdp_s(b, cx, session, "Runtime.evaluate",
+			     json_pack("{s:s, s:O, s:b, s:b}", "expression", expr, "contextId", ctx,
+				       "returnByValue", by_value, "silent", 1),
+			     e);
 	const json_t *ex = json_object_get(r, "exceptionDetails");
 	if (r && ex) {
 		const char *t = json_string_value(
@@ -810,6 +929,46 @@ json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const ch
 		return NULL;
 	}
 	return r;
+}
+
+int br_frame_offset(struct browser *b, const struct br_cx *cx, const char *session, double *x,
+		    double *y, struct err *e)
+{
+	char s[64], frame[64], parent[64];
+
+	*x = *y = 0;
+	br_copy(s, sizeof(s), session);
+	for (int hops = 0; s[0]; hops++) {
+		bool found = false;
+
+		pthread_mutex_lock(&b->mu);
+		for (int i = 0; i < b->noop && !found; i++)
+			if (strcmp(b->oop[i].session, s) == 0) {
+				br_copy(frame, sizeof(frame), b->oop[i].target);
+				br_copy(parent, sizeof(parent), b->oop[i].parent);
+				found = true;
+			}
+		pthread_mutex_unlock(&b->mu);
+		if (!found || hops > BR_MAX_FRAMES)
+			return err_set(e, 0, "the element's frame is gone; take a new snapshot");
+		/* where the frame's element sits in its parent, in view */
+		AUTOJSON json_t *o = br_cdp_s(b, cx, parent, "DOM.getFrameOwner",
+					      json_pack("{s:s}", "frameId", frame), e);
+		const json_t *be = json_object_get(o, "backendNodeId");
+		if (!json_is_integer(be))
+			return o ? err_set(e, 0, "the element's frame has no owner in the page") : -1;
+		json_decref(br_cdp_s(b, cx, parent, "DOM.scrollIntoViewIfNeeded",
+				     json_pack("{s:O}", "backendNodeId", be), NULL));
+		AUTOJSON json_t *m = br_cdp_s(b, cx, parent, "DOM.getBoxModel",
+					      json_pack("{s:O}", "backendNodeId", be), e);
+		const json_t *content = json_object_get(json_object_get(m, "model"), "content");
+		if (json_array_size(content) != 8)
+			return m ? err_set(e, 0, "the element's frame has no box on the page") : -1;
+		*x += json_number_value(json_array_get(content, 0));
+		*y += json_number_value(json_array_get(content, 1));
+		br_copy(s, sizeof(s), parent);
+	}
+	return 0;
 }
 
 /* The key a ref stands for, 0 when it is not one of this epoch's. */
@@ -842,8 +1001,8 @@ static int br_ref_key(struct browser *b, const char *ref, struct err *e)
 	return key;
 }
 
-int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
-		   int *backend_id, int *key, struct err *e)
+int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, struct br_el *el,
+		   struct err *e)
 {
 	char call[48];
 	int k = br_ref_key(b, ref, e);
@@ -853,28 +1012,26 @@ int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, c
 	/* the walker's element, then the page's own handle of it (tools run
 	 * functions on it in the page's world, as browser_evaluate's do) */
 	snprintf(call, sizeof(call), "get(%d)", k & BR_KEY_ID);
-	AUTOJSON json_t *w = br_walker(b, cx, k >> BR_KEY_FRAME_SHIFT, call, false, e);
+	AUTOJSON json_t *w = br_walker(b, cx, k >> BR_KEY_FRAME_SHIFT, call, false, el->session, e);
 	const char *obj = json_string_value(json_object_get(json_object_get(w, "result"), "objectId"));
 	if (!w)
 		return -1;
 	if (!obj)
 		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
-	AUTOJSON json_t *d = br_cdp(b, cx, true, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), e);
+	AUTOJSON json_t *d = br_cdp_s(b, cx, el->session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), e);
 	const json_t *be = json_object_get(json_object_get(d, "node"), "backendNodeId");
 	if (!d)
 		return -1;
 	if (!json_is_integer(be))
 		return err_set(e, 0, "ref %s: the element has no node id", ref);
-	AUTOJSON json_t *r = br_cdp(b, cx, true, "DOM.resolveNode",
-				    json_pack("{s:O}", "backendNodeId", be), e);
+	AUTOJSON json_t *r = br_cdp_s(b, cx, el->session, "DOM.resolveNode",
+				      json_pack("{s:O}", "backendNodeId", be), e);
 	obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
 	if (!obj)
 		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
-	br_copy(out, 128, obj);
-	if (backend_id)
-		*backend_id = (int)json_integer_value(be);
-	if (key)
-		*key = k;
+	br_copy(el->obj, sizeof(el->obj), obj);
+	el->backend = (int)json_integer_value(be);
+	el->key = k;
 	return 0;
 }
 

@@ -115,19 +115,37 @@ int br_frame_number(struct browser *b, const char *frame_id);
 /* The page walker (walk.js), in mcp-browser's isolated world of frame
  * number frame (0: the page), installed there when missing: evaluates
  * "walker.<call>" and answers Runtime.evaluate's result (by value or as a
- * handle), or NULL with e set (an exception included). */
+ * handle), or NULL with e set (an exception included).  The session the
+ * frame is reached through is copied into session ("": the tab's). */
 json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const char *call,
-		  bool by_value, struct err *e);
+		  bool by_value, char session[64], struct err *e);
 
 /* The walker's source (generated from walk.js). */
 extern const char br_walk_js[];
 
-/* Resolves "e12" to a JavaScript object id of the live element in the
- * page's world (copied into out, 128 bytes), its backend node id and its
- * key (either may be NULL).  Errors name the ref and say what to do:
- * unknown, stale (the page changed), or gone from the page. */
-int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, char out[128],
-		   int *backend_id, int *key, struct err *e);
+/* A live element a ref names. */
+struct br_el {
+	char obj[128];	  /* its JavaScript handle, in the page's world of its frame */
+	char session[64]; /* the DevTools session of its frame: "" the tab's */
+	int backend;	  /* its DOM node id, in that session */
+	int key;	  /* the walker's key */
+};
+
+/* Resolves "e12" to the live element.  Errors name the ref and say what
+ * to do: unknown, stale (the page changed), or gone from the page. */
+int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, struct br_el *el,
+		   struct err *e);
+
+/* A DevTools command to session ("" or NULL: the current tab's), as
+ * br_cdp(). */
+json_t *br_cdp_s(struct browser *b, const struct br_cx *cx, const char *session, const char *method,
+		 json_t *params, struct err *e);
+
+/* Where the frame of session (a frame in a process of its own; "": the
+ * tab's) starts in the tab's viewport, its owner scrolled into view: what
+ * to add to a point inside it.  0 or -1. */
+int br_frame_offset(struct browser *b, const struct br_cx *cx, const char *session, double *x,
+		    double *y, struct err *e);
 
 /* --- console and tabs -------------------------------------------------------- */
 

@@ -66,15 +66,20 @@ static json_t *in_page(struct browser *b, const struct br_cx *cx, const char *me
 	return br_cdp(b, cx, true, method, params, e);
 }
 
-int in_element_point(struct browser *b, const struct br_cx *cx, int backend_id, double *x,
+int in_element_point(struct browser *b, const struct br_cx *cx, const struct br_el *el, double *x,
 		     double *y, struct err *e)
 {
-	AUTOJSON json_t *s = in_page(b, cx, "DOM.scrollIntoViewIfNeeded",
-				     json_pack("{s:i}", "backendNodeId", backend_id), e);
+	double ox, oy;
+	AUTOJSON json_t *s = br_cdp_s(b, cx, el->session, "DOM.scrollIntoViewIfNeeded",
+				      json_pack("{s:i}", "backendNodeId", el->backend), e);
 	if (!s)
 		return err_wrap(e, "the element cannot be scrolled into view");
-	AUTOJSON json_t *q = in_page(b, cx, "DOM.getContentQuads",
-				     json_pack("{s:i}", "backendNodeId", backend_id), e);
+	/* a frame of another process has its own viewport: its place in
+	 * the tab's is added */
+	if (br_frame_offset(b, cx, el->session, &ox, &oy, e) == -1)
+		return -1;
+	AUTOJSON json_t *q = br_cdp_s(b, cx, el->session, "DOM.getContentQuads",
+				      json_pack("{s:i}", "backendNodeId", el->backend), e);
 	const json_t *quad = json_array_get(json_object_get(q, "quads"), 0);
 	if (!q)
 		return err_wrap(e, "the element has no box on the page (is it hidden?)");
@@ -85,8 +90,8 @@ int in_element_point(struct browser *b, const struct br_cx *cx, int backend_id, 
 		sx += json_number_value(json_array_get(quad, i));
 		sy += json_number_value(json_array_get(quad, i + 1));
 	}
-	*x = sx / 4;
-	*y = sy / 4;
+	*x = ox + sx / 4;
+	*y = oy + sy / 4;
 	return 0;
 }
 

@@ -13,9 +13,10 @@
 enum { IN_ALT = 1, IN_CTRL = 2, IN_META = 4, IN_SHIFT = 8 };
 
 /* Scrolls the element into view and gives the centre of its box in CSS
- * pixels of the viewport.  Fails with a readable error for elements that
- * have no box (hidden, display:none). */
-int in_element_point(struct browser *b, const struct br_cx *cx, int backend_id, double *x,
+ * pixels of the tab's viewport (inside a frame of another process too).
+ * Fails with a readable error for elements that have no box (hidden,
+ * display:none). */
+int in_element_point(struct browser *b, const struct br_cx *cx, const struct br_el *el, double *x,
 		     double *y, struct err *e);
 
 /* Moves the pointer to (x, y). */

@@ -697,6 +697,20 @@ static bool snap_row(const struct snap *s, const json_t *kids, struct buf *rest,
 	return true;
 }
 
+/* How many of kids go on their parent's line: all when all are inline,
+ * else those before the first block when they are text or links (and the
+ * parent is not a link); 0 for none. */
+static size_t snap_lead(const struct snap *s, const json_t *kids, bool in_link)
+{
+	size_t n = 0;
+
+	while (n < json_array_size(kids) && snap_run_member(s, json_array_get(kids, n)))
+		n++;
+	if (n == json_array_size(kids))
+		return n;
+	return in_link ? 0 : n;
+}
+
 static void snap_render(struct snap *s, const json_t *node, int depth)
 {
 	struct buf line = BUF_INIT(1 << 20), rest = BUF_INIT(1 << 20);
@@ -717,16 +731,33 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 		return;
 	}
 	snap_kids(s, node, kids, 0);
+	/* an only child that is a bare paragraph says its text on this line:
+	 * "- definition: ..." rather than the definition and its paragraph */
+	if (json_array_size(kids) == 1 && !snap_has_value(role)) {
+		const json_t *p = json_array_get(s->nodes, (size_t)json_integer_value(json_array_get(kids, 0)));
+
+		if (strcmp(snap_str(p, "role"), "paragraph") == 0 && !snap_pointable(p) &&
+		    snap_blank(snap_str(p, "name"))) {
+			json_array_clear(kids);
+			snap_kids(s, p, kids, 0);
+		}
+	}
 	if (strcmp(role, "row") == 0 && snap_row(s, kids, &rest, &header)) {
 		name = "";
 		json_array_clear(kids);
 	}
-	/* Inline content on the node's own line; a name it only repeats goes. */
-	if (json_array_size(kids) > 0 && !snap_has_value(role)) {
+	/* Inline content on the node's own line, all of it or what comes
+	 * before its first block ("- listitem: [Intro](#intro)[ref=e4]" above
+	 * the list inside the item); a name it only repeats goes. */
+	size_t lead = snap_lead(s, kids, strcmp(role, "link") == 0);
+	if (lead > 0 && !snap_has_value(role)) {
 		struct buf il = BUF_INIT(SNAP_MAX_INLINE * 2), plain = BUF_INIT(SNAP_MAX_INLINE * 2);
 		struct snap_inl in = {&il, &plain, false, false, false, ' ', 0};
+		AUTOJSON json_t *head = json_array();
 
-		if (snap_inline(s, kids, &in, strcmp(role, "link") == 0, 0) && !snap_blank(buf_str(&plain))) {
+		for (size_t i = 0; i < lead; i++)
+			json_array_append(head, json_array_get(kids, i));
+		if (snap_inline(s, head, &in, strcmp(role, "link") == 0, 0) && !snap_blank(buf_str(&plain))) {
 			bool markup = strchr(buf_str(&il), SNAP_MARK) || strchr(buf_str(&il), '`') ||
 				      strchr(buf_str(&il), '[');
 			bool same = snap_same_words(buf_str(&plain), name);
@@ -742,7 +773,8 @@ static void snap_render(struct snap *s, const json_t *node, int depth)
 				buf_appends(&rest, ": ", NULL);
 				snap_text(&rest, buf_str(&plain), false);
 			}
-			json_array_clear(kids);
+			for (size_t i = 0; i < lead; i++)
+				json_array_remove(kids, 0);
 		}
 		buf_free(&il);
 		buf_free(&plain);
@@ -1006,7 +1038,8 @@ static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
 /* The walker's outline of frame k: {url, title, nodes}. */
 static json_t *snap_read(struct browser *b, const struct br_cx *cx, int k, struct err *e)
 {
-	AUTOJSON json_t *r = br_walker(b, cx, k, "walk()", true, e);
+	char session[64];
+	AUTOJSON json_t *r = br_walker(b, cx, k, "walk()", true, session, e);
 	const char *text = json_string_value(json_object_get(json_object_get(r, "result"), "value"));
 	json_error_t je;
 	json_t *t;
@@ -1040,17 +1073,17 @@ static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes
 		AUTOJSON json_t *h = NULL, *d = NULL, *t = NULL;
 		struct err e2 = ERR_INIT;
 		const char *obj, *frame;
-		char call[48];
+		char call[48], session[64];
 		int key, k;
 
 		if (!snap_true(snap_prop(n, "frame")) || !json_is_integer(be))
 			continue;
 		key = (int)json_integer_value(be);
 		snprintf(call, sizeof(call), "get(%d)", key & BR_KEY_ID);
-		h = br_walker(b, cx, key >> BR_KEY_FRAME_SHIFT, call, false, &e2);
+		h = br_walker(b, cx, key >> BR_KEY_FRAME_SHIFT, call, false, session, &e2);
 		obj = json_string_value(json_object_get(json_object_get(h, "result"), "objectId"));
 		if (obj)
-			d = br_cdp(b, cx, true, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), &e2);
+			d = br_cdp_s(b, cx, session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), &e2);
 		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
 		if (!frame || (k = br_frame_number(b, frame)) < 0 || !(t = snap_read(b, cx, k, &e2))) {
 			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
@@ -1082,20 +1115,20 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 		  size_t offset, size_t max_chars, struct buf *out, struct err *e)
 {
 	AUTOJSON json_t *r = NULL;
-	char url[2048], title[256], obj[128], part[64] = "";
-	int key = 0;
+	char url[2048], title[256], part[64] = "";
+	struct br_el el = {.key = 0};
 	const json_t *top = NULL;
 	struct snap_stats st;
 	size_t head;
 
-	if (ref && br_ref_resolve(b, cx, ref, obj, NULL, &key, e) == -1)
+	if (ref && br_ref_resolve(b, cx, ref, &el, e) == -1)
 		return -1;
 	uint64_t t0 = util_now_ms();
 	if (!(r = snap_tree(b, cx, url, sizeof(url), title, sizeof(title), e)))
 		return err_wrap(e, "snapshot");
 	/* the tree is the whole page's: an element is found in it, so it is
 	 * rendered exactly as it shows in a page snapshot */
-	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), key)))
+	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), el.key)))
 		return err_set(e, 0, "the element %s is not in the page's outline (hidden, or the page "
 			       "changed); take a snapshot of the whole page", ref);
 	if (ref)

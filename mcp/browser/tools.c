@@ -81,7 +81,7 @@ json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)
 	return br_cdp(t->b, &t->cx, true, method, params, e);
 }
 
-json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
+json_t *tl_call_on(struct tl *t, const struct br_el *el, const char *fn, json_t *args,
 		   struct err *e)
 {
 	json_t *argv = json_array();
@@ -91,11 +91,11 @@ json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *
 	json_array_foreach(args, i, a)
 		json_array_append_new(argv, json_pack("{s:O}", "value", a));
 	json_decref(args);
-	AUTOJSON json_t *r = tl_cdp(t, "Runtime.callFunctionOn",
-				    json_pack("{s:s, s:s, s:o, s:b, s:b}", "functionDeclaration", fn,
-					      "objectId", object_id, "arguments", argv, "returnByValue", 1,
-					      "awaitPromise", 1),
-				    e);
+	AUTOJSON json_t *r = br_cdp_s(t->b, &t->cx, el->session, "Runtime.callFunctionOn",
+				      json_pack("{s:s, s:s, s:o, s:b, s:b}", "functionDeclaration", fn,
+						"objectId", el->obj, "arguments", argv, "returnByValue", 1,
+						"awaitPromise", 1),
+				      e);
 	if (!r)
 		return NULL;
 	const json_t *ex = json_object_get(r, "exceptionDetails");
@@ -166,13 +166,12 @@ int tl_target(const json_t *args, bool required, const char **ref, struct err *e
 }
 
 /* Reads the required element argument and resolves it to a live element. */
-int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
-		      int *backend, struct err *e)
+int tl_element(struct tl *t, const json_t *args, const char **ref, struct br_el *el, struct err *e)
 {
 	if (tl_target(args, true, ref, e) == -1 ||
 	    cj_get_str(args, "element", NULL, &(const char *){NULL}, e) == -1)
 		return -1;
-	return br_ref_resolve(t->b, &t->cx, *ref, object_id, backend, NULL, e);
+	return br_ref_resolve(t->b, &t->cx, *ref, el, e);
 }
 
 /* --- navigation ------------------------------------------------------------ */
@@ -316,8 +315,8 @@ static int tl_modifiers(const json_t *args, int *mods, struct err *e)
 static int tl_click(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref, *button;
-	char obj[128];
-	int backend, mods;
+	struct br_el el;
+	int mods;
 	bool dbl;
 	double x, y;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
@@ -327,8 +326,8 @@ static int tl_click(struct tl *t, const json_t *args, struct mcp_result *res, st
 		return -1;
 	if (strcmp(button, "left") != 0 && strcmp(button, "right") != 0 && strcmp(button, "middle") != 0)
 		return err_http(e, 400, "`button` must be \"left\", \"right\" or \"middle\"");
-	if (tl_element(t, args, &ref, obj, &backend, e) == -1 ||
-	    in_element_point(t->b, &t->cx, backend, &x, &y, e) == -1)
+	if (tl_element(t, args, &ref, &el, e) == -1 ||
+	    in_element_point(t->b, &t->cx, &el, &x, &y, e) == -1)
 		return -1;
 	uint64_t mark = br_load_mark(t->b);
 	if (in_click(t->b, &t->cx, x, y, button, dbl ? 2 : 1, mods, e) == -1 ||
@@ -342,13 +341,12 @@ static int tl_click(struct tl *t, const json_t *args, struct mcp_result *res, st
 static int tl_hover(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref;
-	char obj[128];
-	int backend;
+	struct br_el el;
 	double x, y;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
-	if (tl_element(t, args, &ref, obj, &backend, e) == -1 ||
-	    in_element_point(t->b, &t->cx, backend, &x, &y, e) == -1 ||
+	if (tl_element(t, args, &ref, &el, e) == -1 ||
+	    in_element_point(t->b, &t->cx, &el, &x, &y, e) == -1 ||
 	    in_move(t->b, &t->cx, x, y, 0, e) == -1)
 		return -1;
 	if (buf_appendf(&out, e, "Hovered over %s\n", tl_label(args, ref)) == -1)
@@ -371,10 +369,10 @@ static const char tl_focus_js[] =
 	"   const s = getSelection(); s.removeAllRanges(); s.addRange(r); }"
 	" return 'ok'; }";
 
-static int tl_fill_text(struct tl *t, const char *ref, const char *obj, const char *text,
+static int tl_fill_text(struct tl *t, const char *ref, const struct br_el *el, const char *text,
 			bool slowly, struct err *e)
 {
-	AUTOJSON json_t *r = tl_call_on(t, obj, tl_focus_js, NULL, e);
+	AUTOJSON json_t *r = tl_call_on(t, el, tl_focus_js, NULL, e);
 	const char *s = json_string_value(r);
 
 	if (!r)
@@ -398,17 +396,16 @@ static int tl_fill_text(struct tl *t, const char *ref, const char *obj, const ch
 static int tl_type(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref, *text;
-	char obj[128];
-	int backend;
+	struct br_el el;
 	bool submit, slowly;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
 	if (cj_req_str(args, "text", &text, e) == -1 ||
 	    cj_get_bool(args, "submit", false, &submit, e) == -1 ||
 	    cj_get_bool(args, "slowly", false, &slowly, e) == -1 ||
-	    tl_element(t, args, &ref, obj, &backend, e) == -1)
+	    tl_element(t, args, &ref, &el, e) == -1)
 		return -1;
-	if (tl_fill_text(t, ref, obj, text, slowly, e) == -1)
+	if (tl_fill_text(t, ref, &el, text, slowly, e) == -1)
 		return -1;
 	if (submit) {
 		uint64_t mark = br_load_mark(t->b);
@@ -451,10 +448,10 @@ static const char tl_select_js[] =
 	" this.dispatchEvent(new Event('change', {bubbles: true}));"
 	" return {selected: chosen.map(o => o.value)}; }";
 
-static int tl_select_values(struct tl *t, const char *ref, const char *obj, json_t *values,
+static int tl_select_values(struct tl *t, const char *ref, const struct br_el *el, json_t *values,
 			    struct buf *out, struct err *e)
 {
-	AUTOJSON json_t *r = tl_call_on(t, obj, tl_select_js, json_pack("[O]", values), e);
+	AUTOJSON json_t *r = tl_call_on(t, el, tl_select_js, json_pack("[O]", values), e);
 	const char *err = json_string_value(json_object_get(r, "error"));
 
 	if (!r)
@@ -468,8 +465,7 @@ static int tl_select_values(struct tl *t, const char *ref, const char *obj, json
 static int tl_select(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *ref;
-	char obj[128];
-	int backend;
+	struct br_el el;
 	size_t i;
 	json_t *v, *values = json_object_get(args, "values");
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
@@ -479,8 +475,8 @@ static int tl_select(struct tl *t, const json_t *args, struct mcp_result *res, s
 	json_array_foreach(values, i, v)
 		if (!json_is_string(v))
 			return err_http(e, 400, "`values[%zu]` must be a string", i);
-	if (tl_element(t, args, &ref, obj, &backend, e) == -1 ||
-	    tl_select_values(t, tl_label(args, ref), obj, values, &out, e) == -1)
+	if (tl_element(t, args, &ref, &el, e) == -1 ||
+	    tl_select_values(t, tl_label(args, ref), &el, values, &out, e) == -1)
 		return -1;
 	return tl_finish(t, &out, res, e);
 }
@@ -514,8 +510,8 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 	json_array_foreach(fields, i, f) {
 		const char *ref, *type = json_string_value(json_object_get(f, "type"));
 		const json_t *value = json_object_get(f, "value");
-		char obj[128], num[64];
-		int backend;
+		char num[64];
+		struct br_el el;
 		const char *sv = json_string_value(value);
 
 		if (json_is_boolean(value))
@@ -524,17 +520,17 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			snprintf(num, sizeof(num), "%g", json_number_value(value)), sv = num;
 		if (!type)
 			type = "textbox";
-		if (tl_target(f, true, &ref, e) == -1 || br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1)
+		if (tl_target(f, true, &ref, e) == -1 || br_ref_resolve(t->b, &t->cx, ref, &el, e) == -1)
 			return err_wrap(e, "field %zu", i);
 		if (strcmp(type, "checkbox") == 0 || strcmp(type, "radio") == 0) {
 			bool want = strcmp(sv, "true") == 0 || strcmp(sv, "on") == 0 || strcmp(sv, "checked") == 0;
-			AUTOJSON json_t *r = tl_call_on(t, obj, tl_check_js, json_pack("[b]", want), e);
+			AUTOJSON json_t *r = tl_call_on(t, &el, tl_check_js, json_pack("[b]", want), e);
 			const char *s = json_string_value(r);
 			double x, y;
 			if (!r)
 				return err_wrap(e, "field %zu", i);
 			if (s && strcmp(s, "click") == 0) {
-				if (in_element_point(t->b, &t->cx, backend, &x, &y, e) == -1 ||
+				if (in_element_point(t->b, &t->cx, &el, &x, &y, e) == -1 ||
 				    in_click(t->b, &t->cx, x, y, "left", 1, 0, e) == -1)
 					return err_wrap(e, "field %zu", i);
 			} else if (!s || strcmp(s, "done") != 0) {
@@ -543,10 +539,10 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 			buf_appendf(&out, NULL, "Set %s to %s\n", ref, want ? "checked" : "unchecked");
 		} else if (strcmp(type, "combobox") == 0) {
 			AUTOJSON json_t *vals = json_pack("[s]", sv);
-			if (tl_select_values(t, ref, obj, vals, &out, e) == -1)
+			if (tl_select_values(t, ref, &el, vals, &out, e) == -1)
 				return err_wrap(e, "field %zu", i);
 		} else if (strcmp(type, "slider") == 0) {
-			AUTOJSON json_t *r = tl_call_on(t, obj,
+			AUTOJSON json_t *r = tl_call_on(t, &el,
 							"function(v) { this.value = v;"
 							" this.dispatchEvent(new Event('input', {bubbles: true}));"
 							" this.dispatchEvent(new Event('change', {bubbles: true}));"
@@ -556,7 +552,7 @@ static int tl_fill_form(struct tl *t, const json_t *args, struct mcp_result *res
 				return err_wrap(e, "field %zu", i);
 			buf_appendf(&out, NULL, "Set %s to %s\n", ref, json_string_value(r) ? json_string_value(r) : sv);
 		} else {
-			if (tl_fill_text(t, ref, obj, sv, false, e) == -1)
+			if (tl_fill_text(t, ref, &el, sv, false, e) == -1)
 				return err_wrap(e, "field %zu", i);
 			buf_appendf(&out, NULL, "Filled %s\n", ref);
 		}
@@ -652,13 +648,15 @@ static int tl_screenshot(struct tl *t, const json_t *args, struct mcp_result *re
 			w = json_number_value(json_object_get(sz, "width"));
 			h = json_number_value(json_object_get(sz, "height"));
 		} else {
-			char obj[128];
-			int backend;
-			if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1) {
+			struct br_el el;
+			double ox, oy;
+			if (br_ref_resolve(t->b, &t->cx, ref, &el, e) == -1 ||
+			    br_frame_offset(t->b, &t->cx, el.session, &ox, &oy, e) == -1) {
 				json_decref(params);
 				return -1;
 			}
-			AUTOJSON json_t *bm = tl_cdp(t, "DOM.getBoxModel", json_pack("{s:i}", "backendNodeId", backend), e);
+			AUTOJSON json_t *bm = br_cdp_s(t->b, &t->cx, el.session, "DOM.getBoxModel",
+						       json_pack("{s:i}", "backendNodeId", el.backend), e);
 			const json_t *q = json_object_get(json_object_get(bm, "model"), "border");
 			if (json_array_size(q) != 8) {
 				json_decref(params);
@@ -666,8 +664,8 @@ static int tl_screenshot(struct tl *t, const json_t *args, struct mcp_result *re
 			}
 			AUTOJSON json_t *m = tl_cdp(t, "Page.getLayoutMetrics", NULL, e);
 			const json_t *vp = json_object_get(m, "cssVisualViewport");
-			x = json_number_value(json_array_get(q, 0)) + json_number_value(json_object_get(vp, "pageX"));
-			y = json_number_value(json_array_get(q, 1)) + json_number_value(json_object_get(vp, "pageY"));
+			x = ox + json_number_value(json_array_get(q, 0)) + json_number_value(json_object_get(vp, "pageX"));
+			y = oy + json_number_value(json_array_get(q, 1)) + json_number_value(json_object_get(vp, "pageY"));
 			w = json_number_value(json_array_get(q, 4)) - json_number_value(json_array_get(q, 0));
 			h = json_number_value(json_array_get(q, 5)) - json_number_value(json_array_get(q, 1));
 		}
@@ -706,14 +704,13 @@ static int tl_evaluate(struct tl *t, const json_t *args, struct mcp_result *res,
 	if (cj_req_str(args, "function", &fn, e) == -1 || tl_target(args, false, &ref, e) == -1)
 		return -1;
 	if (ref) {
-		char obj[128];
-		int backend;
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1)
+		struct br_el el;
+		if (br_ref_resolve(t->b, &t->cx, ref, &el, e) == -1)
 			return -1;
-		r = tl_cdp(t, "Runtime.callFunctionOn",
-			   json_pack("{s:s, s:s, s:[{s:s}], s:b, s:b, s:b}", "functionDeclaration", fn,
-				     "objectId", obj, "arguments", "objectId", obj, "returnByValue", 1,
-				     "awaitPromise", 1, "userGesture", 1), e);
+		r = br_cdp_s(t->b, &t->cx, el.session, "Runtime.callFunctionOn",
+			     json_pack("{s:s, s:s, s:[{s:s}], s:b, s:b, s:b}", "functionDeclaration", fn,
+				       "objectId", el.obj, "arguments", "objectId", el.obj, "returnByValue", 1,
+				       "awaitPromise", 1, "userGesture", 1), e);
 	} else {
 		/* a function is called; a plain expression is just evaluated */
 		AUTOFREE char *expr = NULL;
@@ -870,22 +867,21 @@ static int tl_dialog(struct tl *t, const json_t *args, struct mcp_result *res, s
 static int tl_drag(struct tl *t, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	const char *from, *to;
-	char obj[128];
-	int b1, b2;
+	struct br_el e1, e2;
 	double x1, y1, x2, y2;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
 
 	if (tools_element_arg(args, "startTarget", "startRef", true, &from, e) == -1 ||
 	    tools_element_arg(args, "endTarget", "endRef", true, &to, e) == -1)
 		return -1;
-	if (br_ref_resolve(t->b, &t->cx, from, obj, &b1, NULL, e) == -1 ||
-	    br_ref_resolve(t->b, &t->cx, to, obj, &b2, NULL, e) == -1 ||
-	    in_element_point(t->b, &t->cx, b1, &x1, &y1, e) == -1 ||
-	    in_element_point(t->b, &t->cx, b2, &x2, &y2, e) == -1)
+	if (br_ref_resolve(t->b, &t->cx, from, &e1, e) == -1 ||
+	    br_ref_resolve(t->b, &t->cx, to, &e2, e) == -1 ||
+	    in_element_point(t->b, &t->cx, &e1, &x1, &y1, e) == -1 ||
+	    in_element_point(t->b, &t->cx, &e2, &x2, &y2, e) == -1)
 		return -1;
 	/* the end point is measured after scrolling it into view, so the
 	 * start is measured again in case that scrolled it */
-	if (in_element_point(t->b, &t->cx, b1, &x1, &y1, e) == -1 ||
+	if (in_element_point(t->b, &t->cx, &e1, &x1, &y1, e) == -1 ||
 	    in_drag(t->b, &t->cx, x1, y1, x2, y2, e) == -1)
 		return -1;
 	if (buf_appendf(&out, e, "Dragged %s to %s\n", from, to) == -1)

@@ -34,7 +34,7 @@ json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e);
 /* Calls fn (JavaScript function text) with `this` = the element and args
  * (a JSON array of plain values, stolen; NULL: none).  Returns the
  * by-value result or NULL; a thrown exception is an error with its text. */
-json_t *tl_call_on(struct tl *t, const char *object_id, const char *fn, json_t *args,
+json_t *tl_call_on(struct tl *t, const struct br_el *el, const char *fn, json_t *args,
 		   struct err *e);
 
 /* Ends an action's answer: out, then the page state (or the dialog that
@@ -48,8 +48,7 @@ const char *tl_label(const json_t *args, const char *ref);
 int tl_target(const json_t *args, bool required, const char **ref, struct err *e);
 
 /* Reads the required element argument and resolves it to a live element. */
-int tl_element(struct tl *t, const json_t *args, const char **ref, char object_id[128],
-	       int *backend, struct err *e);
+int tl_element(struct tl *t, const json_t *args, const char **ref, struct br_el *el, struct err *e);
 
 /* An optional whole-number argument within [lo, hi] (*v keeps its default
  * when absent or null).  0 or -1 (a bad request). */

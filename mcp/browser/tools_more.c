@@ -57,7 +57,7 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 	const json_t *paths = json_object_get(args, "paths");
 	AUTOJSON json_t *files = NULL, *r = NULL;
 	AUTOBUF struct buf out = BUF_INIT(4u << 20);
-	char obj[128];
+	struct br_el el = {.session = ""};
 	int backend = 0;
 	bool multiple = false, chooser = false;
 
@@ -69,8 +69,8 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 	if (ref) {
 		AUTOJSON json_t *m = NULL;
 
-		if (br_ref_resolve(t->b, &t->cx, ref, obj, &backend, NULL, e) == -1 ||
-		    !(m = tl_call_on(t, obj,
+		if (br_ref_resolve(t->b, &t->cx, ref, &el, e) == -1 ||
+		    !(m = tl_call_on(t, &el,
 				     "function() { return this instanceof HTMLInputElement && this.type === 'file'"
 				     " ? this.multiple : null; }",
 				     NULL, e)))
@@ -78,6 +78,7 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 		if (!json_is_boolean(m))
 			return err_http(e, 400, "%s is not a file input", tl_label(args, ref));
 		multiple = json_is_true(m);
+		backend = el.backend;
 	} else if (!(backend = br_file_chooser(t->b, &multiple))) {
 		return err_http(e, 400, "no file chooser is open: click the page's file input first "
 				"(browser_click), or give the input's `target`");
@@ -87,8 +88,8 @@ static int tm_upload(struct tl *t, const json_t *args, struct mcp_result *res, s
 	if (json_array_size(files) > 1 && !multiple)
 		return err_http(e, 400, "this file input takes one file, and %zu were given",
 				json_array_size(files));
-	r = tl_cdp(t, "DOM.setFileInputFiles",
-		   json_pack("{s:O, s:i}", "files", files, "backendNodeId", backend), e);
+	r = br_cdp_s(t->b, &t->cx, el.session, "DOM.setFileInputFiles",
+		     json_pack("{s:O, s:i}", "files", files, "backendNodeId", backend), e);
 	if (!r)
 		return err_wrap(e, "file upload%s", ref ? " (is the target a file input?)" : "");
 	if (json_array_size(files) == 0)

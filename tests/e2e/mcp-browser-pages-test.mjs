@@ -5,8 +5,9 @@
 //    reached by ref; browser_find names a sentence deep in it with a ref and
 //    a line, the snapshot at that line shows it, and a button found that way
 //    is clicked; depth limits show the top levels with refs to look into;
-//  - the elements of iframes are in the snapshot and clicked: of the same
-//    origin, and of another origin and site (localhost inside 127.0.0.1);
+//  - the elements of iframes are in the snapshot, clicked and typed into: of
+//    the same origin, of another origin of the same site (another port) and
+//    of another site (localhost inside 127.0.0.1, a process of its own);
 //  - sections that content-visibility: auto has not laid out are found;
 //  - files written by mcp-shell are uploaded through the file chooser a
 //    click opened, and through the input's target;
@@ -184,21 +185,37 @@ check(/\[GET\] http:\/\/127\.0\.0\.1:8123\/net\.html => \[200\] \(Document\)/.te
   /\[GET\] http:\/\/127\.0\.0\.1:8123\/missing\.json => \[404\]/.test(net),
   'browser_network_requests lists the page, its fetch and the missing file with their statuses', short(net));
 
-// --- an iframe of another origin and site ---------------------------------------------------
+// --- iframes of another origin: the same site (another port: drawn by the page's own
+// renderer) and another site (localhost inside 127.0.0.1: a process of its own) --------
 await sh('write_file', { path: 'www/xo-inner.html', content: '<!doctype html><title>Other</title><p>Across origins</p><input aria-label="Far field"><button onclick="this.textContent=\'Pressed across\'">Press across</button>' });
-await sh('write_file', { path: 'www/xo.html', content: '<!doctype html><title>Host</title><p>Host page</p><iframe title="other site" src="http://localhost:8123/xo-inner.html" width=500 height=200></iframe>' });
-r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/xo.html' });
-await call('browser_wait_for', { time: 1 });
-r = await call('browser_snapshot');
-const xo = /- Iframe "other site" \[ref=e\d+\]\n - paragraph: Across origins\n - textbox "Far field" \[ref=(e\d+)\]\n - button "Press across" \[ref=(e\d+)\]/.exec(text(r));
-check(!r.isError && xo, 'a frame of another origin and site is in the snapshot with refs', short(text(r)));
-if (xo) {
-  r = await call('browser_click', { target: xo[2], element: 'the button across origins' });
-  check(!r.isError && /button "Pressed across"/.test(text(r)), '... a click acts inside it', short(text(r)));
-  r = await call('browser_type', { target: xo[1], element: 'the far field', text: 'typed across' });
-  r = await call('browser_snapshot');
-  check(/textbox "Far field"( \[active\])? \[ref=e\d+\]: typed across/.test(text(r)), '... and text typed into its field is there', short(text(r)));
+await sh('write_file', {
+  path: 'www/xo.html',
+  content: '<!doctype html><title>Host</title><p>Host page</p><div style="height:700px">spacer</div>' +
+    '<iframe title="other port" src="http://127.0.0.1:8124/xo-inner.html" width=400 height=120 style="border:6px solid #888"></iframe>' +
+    '<iframe title="other site" src="http://localhost:8123/xo-inner.html" width=400 height=120 style="border:6px solid #888;padding:9px"></iframe>',
+});
+await sh('start_process', { command: 'cd ~/www && exec python3 -m http.server 8124 --bind 127.0.0.1' });
+for (let i = 0; i < 50; i++) {
+  r = await sh('run_command', { command: 'curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:8124/xo-inner.html' });
+  if (text(r).includes('200')) break;
+  await new Promise((ok) => setTimeout(ok, 200));
 }
+r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/xo.html' });
+r = await call('browser_snapshot');
+for (const [kind, title] of [['another origin of the same site', 'other port'], ['another site, in its own process', 'other site']]) {
+  const re = new RegExp(`- Iframe "${title}" \\[ref=e\\d+\\]\\n - paragraph: Across origins\\n - textbox "Far field" \\[ref=(e\\d+)\\]\\n - button "Press across" \\[ref=(e\\d+)\\]`);
+  const m = re.exec(text(r));
+  check(!r.isError && m, `a frame of ${kind} is in the snapshot with refs`, short(text(r)));
+  if (!m) continue;
+  const c = await call('browser_click', { target: m[2], element: `the button in the frame of ${kind}` });
+  const pressed = new RegExp(`Iframe "${title}"[^\\n]*\\n[^\\n]*\\n[^\\n]*\\n - button "Pressed across"`);
+  check(!c.isError && pressed.test(text(c)), `... a click acts inside it (the frame below the fold)`, short(text(c)));
+  await call('browser_type', { target: m[1], element: `the field in the frame of ${kind}`, text: `typed in ${title}` });
+  const v = await call('browser_evaluate', { target: m[1], function: '(el) => el.value + " @ " + location.host' });
+  check(text(v).includes(`typed in ${title} @ ${title === 'other site' ? 'localhost:8123' : '127.0.0.1:8124'}`),
+    '... and text typed into its field is there, in that frame', short(text(v)));
+}
+r = await call('browser_snapshot');
 
 // --- content-visibility: auto ------------------------------------------------------------
 await sh('write_file', {
@@ -240,7 +257,7 @@ check(!r.isError && /down 10,20.*up 200,150/.test(await title()), 'browser_mouse
 await rejects(call('browser_mouse_click_xy', { x: -5, y: 10 }), 'a negative coordinate is refused');
 await rejects(call('browser_mouse_click_xy', { x: 5 }), 'a missing coordinate is refused');
 
-await sh('run_command', { command: 'pkill -f "http.server 8123"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/inner.html ~/outer.html ~/net.pdf /tmp/up-*.txt' });
+await sh('run_command', { command: 'pkill -f "http.server 812[34]"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/inner.html ~/outer.html ~/net.pdf /tmp/up-*.txt' });
 await browser.close();
 await shell.close();
 process.exitCode = tap.failed ? 1 : 0;
