@@ -1036,10 +1036,12 @@ static void snap_graft(json_t *nodes, json_t *owner, const json_t *inner, int k)
 }
 
 /* The walker's outline of frame k: {url, title, nodes}. */
-static json_t *snap_read(struct browser *b, const struct br_cx *cx, int k, struct err *e)
+static json_t *snap_read(struct browser *b, const struct br_cx *cx, int k, size_t limit, struct err *e)
 {
-	char session[64];
-	AUTOJSON json_t *r = br_walker(b, cx, k, "walk()", true, session, e);
+	char session[64], call[48];
+
+	snprintf(call, sizeof(call), "walk(%zu)", limit);
+	AUTOJSON json_t *r = br_walker(b, cx, k, call, true, session, e);
 	const char *text = json_string_value(json_object_get(json_object_get(r, "result"), "value"));
 	json_error_t je;
 	json_t *t;
@@ -1085,7 +1087,7 @@ static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes
 		if (obj)
 			d = br_cdp_s(b, cx, session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), &e2);
 		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
-		if (!frame || (k = br_frame_number(b, frame)) < 0 || !(t = snap_read(b, cx, k, &e2))) {
+		if (!frame || (k = br_frame_number(b, frame)) < 0 || !(t = snap_read(b, cx, k, 0, &e2))) {
 			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
 			continue;
 		}
@@ -1095,15 +1097,15 @@ static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes
 
 /* The whole page's outline nodes with its frames', the page's URL and its
  * title (the target info can lag behind a navigation). */
-static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, size_t url_len,
-			 char *title, size_t title_len, struct err *e)
+static json_t *snap_tree(struct browser *b, const struct br_cx *cx, size_t limit, char *url,
+			 size_t url_len, char *title, size_t title_len, struct err *e)
 {
 	json_t *r;
 
 	/* refs must name the document read: a navigation since the last
 	 * snapshot starts a new epoch before the walk */
 	br_refs_begin(b);
-	if (!(r = snap_read(b, cx, 0, e)))
+	if (!(r = snap_read(b, cx, 0, limit, e)))
 		return NULL;
 	snap_frames(b, cx, json_object_get(r, "nodes"));
 	snprintf(url, url_len, "%s", json_string_value(json_object_get(r, "url")) ?: "");
@@ -1112,7 +1114,7 @@ static json_t *snap_tree(struct browser *b, const struct br_cx *cx, char *url, s
 }
 
 int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, int depth,
-		  size_t offset, size_t max_chars, struct buf *out, struct err *e)
+		  size_t offset, size_t max_chars, size_t max_nodes, struct buf *out, struct err *e)
 {
 	AUTOJSON json_t *r = NULL;
 	char url[2048], title[256], part[64] = "";
@@ -1124,8 +1126,9 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 	if (ref && br_ref_resolve(b, cx, ref, &el, e) == -1)
 		return -1;
 	uint64_t t0 = util_now_ms();
-	if (!(r = snap_tree(b, cx, url, sizeof(url), title, sizeof(title), e)))
+	if (!(r = snap_tree(b, cx, max_nodes, url, sizeof(url), title, sizeof(title), e)))
 		return err_wrap(e, "snapshot");
+	bool more = json_is_true(json_object_get(r, "truncated"));
 	/* the tree is the whole page's: an element is found in it, so it is
 	 * rendered exactly as it shows in a page snapshot */
 	if (ref && !(top = snapshot_find(json_object_get(r, "nodes"), el.key)))
@@ -1153,15 +1156,15 @@ int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, in
 	}
 	if (buf_appends(out, "```\n", e) == -1)
 		return -1;
-	if (offset == 0 && st.shown == st.lines)
+	if (offset == 0 && st.shown == st.lines && !more)
 		return 0;
 	if (st.shown == 0)
 		return err_http(e, 400, "line %zu is longer than %zu characters", offset, max_chars);
 	size_t next = offset + st.shown;
-	if (buf_appendf(out, e, "[Lines %zu-%zu of %zu shown (lines count from 0)", offset, next - 1,
-			st.lines) == -1)
+	if (buf_appendf(out, e, "[Lines %zu-%zu of %s%zu shown (lines count from 0)", offset, next - 1,
+			more ? "more than " : "", st.lines) == -1)
 		return -1;
-	if (next < st.lines)
+	if (next < st.lines || more)
 		return buf_appendf(out, e,
 				   ", at most %zu characters. The rest: browser_snapshot {%s\"offset\": %zu}; "
 				   "one part: browser_snapshot {\"target\": \"<ref>\", \"depth\": 2}; a text: "
@@ -1177,7 +1180,7 @@ int snapshot_search_take(struct browser *b, const struct br_cx *cx, const struct
 	char url[2048], title[256];
 	size_t found, head;
 
-	if (!(r = snap_tree(b, cx, url, sizeof(url), title, sizeof(title), e)))
+	if (!(r = snap_tree(b, cx, 0, url, sizeof(url), title, sizeof(title), e)))
 		return err_wrap(e, "find");
 	if (buf_appendf(out, e, "- Page URL: %s\n- Page Title: %s\n", url, title) == -1)
 		return -1;

@@ -75,11 +75,12 @@ const json_t *snapshot_find(const json_t *nodes, int backend_id);
 
 /* Appends the current tab's URL, title and outline to out: of the whole
  * page, or with ref (NULL: none) of that element and what is inside it,
- * depth and offset as in snap_opts.  Refs are registered with b as they
- * are written.  0 or -1 with e set (ref unknown, stale, or not in the
- * outline; an offset past the end). */
+ * depth and offset as in snap_opts.  max_nodes (0: none) stops the page's
+ * walk after that many nodes, and the answer then says the page goes on.
+ * Refs are registered with b as they are written.  0 or -1 with e set
+ * (ref unknown, stale, or not in the outline; an offset past the end). */
 int snapshot_take(struct browser *b, const struct br_cx *cx, const char *ref, int depth,
-		  size_t offset, size_t max_chars, struct buf *out, struct err *e);
+		  size_t offset, size_t max_chars, size_t max_nodes, struct buf *out, struct err *e);
 
 /* browser_find on the current tab: appends the page's URL, the matches of
  * q and what to do next.  0 or -1 with e set. */

@@ -118,7 +118,9 @@ static int tl_page_state(struct tl *t, struct buf *out, struct err *e)
 		return -1;
 	/* a short outline: an action's answer should not be a whole huge
 	 * page; the note says how to read on */
-	return snapshot_take(t->b, &t->cx, NULL, 0, 0, t->o->max_snapshot / 4, out, e);
+	/* an action's page state is the start of the page: a walk bounded by
+	 * what the answer holds, so a huge page does not cost its whole walk */
+	return snapshot_take(t->b, &t->cx, NULL, 0, 0, t->o->max_snapshot / 4, t->o->max_snapshot / 8, out, e);
 }
 
 int tl_finish(struct tl *t, struct buf *out, struct mcp_result *res, struct err *e)
@@ -255,7 +257,7 @@ static int tl_snapshot(struct tl *t, const json_t *args, struct mcp_result *res,
 
 	if (tl_target(args, false, &ref, e) == -1 || tl_count(args, "depth", 1, 200, &depth, e) == -1 ||
 	    tl_count(args, "offset", 0, 100000000, &offset, e) == -1 ||
-	    snapshot_take(t->b, &t->cx, ref, (int)depth, (size_t)offset, t->o->max_snapshot, &out, e) == -1)
+	    snapshot_take(t->b, &t->cx, ref, (int)depth, (size_t)offset, t->o->max_snapshot, 0, &out, e) == -1)
 		return -1;
 	return mcp_result_textn(res, buf_str(&out), out.len);
 }

@@ -4,7 +4,7 @@
 // installed there while the document lives and keeps one number per
 // element, so the same element keeps its ref across snapshots.
 //
-// walk() reads the DOM once (tens of milliseconds for 40,000 elements,
+// walk(limit) reads the DOM once (tens of milliseconds for 40,000 elements,
 // where Chromium's full accessibility tree takes a second) and answers the
 // outline's nodes as JSON, flat like an accessibility tree:
 //   {nodeId, parentId, childIds, role, name, value, p: {properties}, backendDOMNodeId}
@@ -341,7 +341,8 @@
 		return sels.join(',');
 	}
 
-	function walk() {
+	// limit: stop after that many nodes (0: none), the answer says so
+	function walk(limit) {
 		const t0 = performance.now();
 		const doc = document;
 		const nodes = [];
@@ -403,7 +404,12 @@
 			for (const c of kidsOf(el))
 				visitOne(c, parent, visible);
 		};
+		let truncated = false;
 		const visitOne = (c, parent, visible) => {
+			if (limit && nodes.length >= limit) {
+				truncated = true;
+				return;
+			}
 			if (c.nodeType === 3) {
 				if (visible && /\S/.test(c.data))
 					text(parent, c.data);
@@ -502,7 +508,8 @@
 		root.backendDOMNodeId = idOf(doc.documentElement);
 		if (doc.body || doc.documentElement)
 			visit(doc.body || doc.documentElement, root, true);
-		return JSON.stringify({url: location.href, title: doc.title, ms: Math.round(performance.now() - t0), nodes});
+		return JSON.stringify({url: location.href, title: doc.title, truncated,
+			ms: Math.round(performance.now() - t0), nodes});
 	}
 
 	function get(id) {

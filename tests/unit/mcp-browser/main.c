@@ -108,6 +108,39 @@ static const struct {
 	 "\"backendDOMNodeId\":5},{\"nodeId\":\"5\",\"parentId\":\"1\",\"role\":\"textbox\",\"name\":\"Name\",\"value\":\"Ada\","
 	 "\"backendDOMNodeId\":6}]",
 	 "- heading \"Intro\" [level=2] [ref=e1]\n- checkbox \"Agree\" [checked] [active] [ref=e2]\n- textbox \"Name\" [ref=e3]: Ada\n"},
+	{"a row of inline cells is one line, its cells between bars; a row of header cells says so",
+	 "[{\"nodeId\":\"1\",\"role\":\"RootWebArea\",\"childIds\":[\"2\"]},"
+	 "{\"nodeId\":\"2\",\"parentId\":\"1\",\"role\":\"table\",\"childIds\":[\"3\",\"6\"],\"backendDOMNodeId\":2},"
+	 "{\"nodeId\":\"3\",\"parentId\":\"2\",\"role\":\"row\",\"childIds\":[\"4\",\"5\"]},"
+	 "{\"nodeId\":\"4\",\"parentId\":\"3\",\"role\":\"columnheader\",\"name\":\"Name\"},"
+	 "{\"nodeId\":\"5\",\"parentId\":\"3\",\"role\":\"columnheader\",\"name\":\"Where\"},"
+	 "{\"nodeId\":\"6\",\"parentId\":\"2\",\"role\":\"row\",\"childIds\":[\"7\",\"8\"]},"
+	 "{\"nodeId\":\"7\",\"parentId\":\"6\",\"role\":\"cell\",\"name\":\"fs\"},"
+	 "{\"nodeId\":\"8\",\"parentId\":\"6\",\"role\":\"cell\",\"childIds\":[\"9\"]},"
+	 "{\"nodeId\":\"9\",\"parentId\":\"8\",\"role\":\"link\",\"name\":\"Docs\",\"p\":{\"url\":\"https://x.test/docs/api/d.html\"},"
+	 "\"backendDOMNodeId\":9,\"childIds\":[\"10\"]},{\"nodeId\":\"10\",\"parentId\":\"9\",\"role\":\"StaticText\",\"name\":\"Docs\"}]",
+	 "- table [ref=e1]\n - row [header]: Name | Where\n - row: fs | [Docs](d.html)[ref=e2]\n"},
+	{"a row holding more than inline content keeps its cells",
+	 "[{\"nodeId\":\"1\",\"role\":\"RootWebArea\",\"childIds\":[\"3\"]},"
+	 "{\"nodeId\":\"3\",\"parentId\":\"1\",\"role\":\"row\",\"childIds\":[\"4\"]},"
+	 "{\"nodeId\":\"4\",\"parentId\":\"3\",\"role\":\"cell\",\"childIds\":[\"5\"]},"
+	 "{\"nodeId\":\"5\",\"parentId\":\"4\",\"role\":\"button\",\"name\":\"Go\",\"backendDOMNodeId\":5}]",
+	 "- row\n - cell\n  - button \"Go\" [ref=e1]\n"},
+	{"a bare paragraph that is an only child goes on its parent's line",
+	 "[{\"nodeId\":\"1\",\"role\":\"RootWebArea\",\"childIds\":[\"2\"]},"
+	 "{\"nodeId\":\"2\",\"parentId\":\"1\",\"role\":\"definition\",\"childIds\":[\"3\"]},"
+	 "{\"nodeId\":\"3\",\"parentId\":\"2\",\"role\":\"paragraph\",\"childIds\":[\"4\"]},"
+	 "{\"nodeId\":\"4\",\"parentId\":\"3\",\"role\":\"StaticText\",\"name\":\"Says what it is.\"}]",
+	 "- definition: Says what it is.\n"},
+	{"inline content before a block goes on the line, the block below it",
+	 "[{\"nodeId\":\"1\",\"role\":\"RootWebArea\",\"childIds\":[\"2\"]},"
+	 "{\"nodeId\":\"2\",\"parentId\":\"1\",\"role\":\"listitem\",\"childIds\":[\"3\",\"5\"]},"
+	 "{\"nodeId\":\"3\",\"parentId\":\"2\",\"role\":\"link\",\"name\":\"Intro\",\"p\":{\"url\":\"https://x.test/m.html#intro\"},"
+	 "\"backendDOMNodeId\":3,\"childIds\":[\"4\"]},{\"nodeId\":\"4\",\"parentId\":\"3\",\"role\":\"StaticText\",\"name\":\"Intro\"},"
+	 "{\"nodeId\":\"5\",\"parentId\":\"2\",\"role\":\"list\",\"childIds\":[\"6\"]},"
+	 "{\"nodeId\":\"6\",\"parentId\":\"5\",\"role\":\"listitem\",\"childIds\":[\"7\"]},"
+	 "{\"nodeId\":\"7\",\"parentId\":\"6\",\"role\":\"StaticText\",\"name\":\"One\"}]",
+	 "- listitem: [Intro](/m.html#intro)[ref=e1]\n - list\n  - listitem: One\n"},
 	{"unknown child ids and an empty tree are harmless",
 	 "[" N("1", "RootWebArea", "T", "[\"9\"]", "") "]", ""},
 };
