@@ -156,7 +156,9 @@ async function walk(client, page, first) {
 // quotes or escapes (which the two servers may write differently).  Loose
 // on purpose: mcp-browser's format is changing.
 function lineText(line) {
-  const bare = line.trim().replace(/^- /, '');
+  // inline markup of ours ([label](address)[ref=e1], `code`) reads as its text
+  const bare = line.trim().replace(/^- /, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)(\[ref=e\d+\])?/g, '$1').replace(/`([^`]*)`/g, '$1');
   const cands = [...bare.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]);
   const colon = bare.indexOf(': ');
   if (colon >= 0) cands.push(bare.slice(colon + 2));
@@ -168,8 +170,9 @@ function lineText(line) {
 // walking both in page order: each line of ours with 20+ characters of
 // text is looked for forward from the last match in theirs (so a table of
 // contents matches before the headings that repeat it), and a match that
-// would leap far ahead of ours (over 4 times what ours advanced, plus 2,000
-// characters) is taken for a repeat elsewhere and skipped.  Gives the
+// would leap far ahead of ours (over 10 times what ours advanced, plus 2,000
+// characters: a table of contents can be a fifth of playwright-mcp's size
+// in ours) is taken for a repeat elsewhere and skipped.  Gives the
 // characters each spent on the same stretch of the page, so a cut snapshot
 // is compared with the same content, not with the whole page.
 function covered(oursText, theirsText) {
@@ -178,7 +181,7 @@ function covered(oursText, theirsText) {
     o += l.length + 1;
     const t = lineText(l);
     const at = t ? theirsText.indexOf(t, pos) : -1;
-    if (at < 0 || at - pos > 4 * (o - lastO) + 2000) continue;
+    if (at < 0 || at - pos > 10 * (o - lastO) + 2000) continue;
     pos = at + t.length; lastO = o;
     hit = { ours: o - 1, theirs: pos };
   }

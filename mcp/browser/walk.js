@@ -272,6 +272,11 @@
 		return n.childNodes;
 	}
 
+	// where editing starts (its inside is text, not controls)
+	function editRoot(el) {
+		return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable);
+	}
+
 	function tristate(v) {
 		return v === 'true' || v === 'false' || v === 'mixed' ? v : undefined;
 	}
@@ -302,8 +307,7 @@
 			p.focused = true;
 		if (role === 'link' && el.href)
 			p.url = typeof el.href === 'string' ? el.href : el.href.baseVal;
-		if (el.hasAttribute('tabindex') || (el.isContentEditable &&
-		    !(el.parentElement && el.parentElement.isContentEditable))) {
+		if (el.hasAttribute('tabindex') || editRoot(el)) {
 			p.focusable = true;
 			if (el.isContentEditable)
 				p.editable = 'richtext';
@@ -374,7 +378,7 @@
 		let lastText = null;
 
 		const text = (parent, t) => {
-			t = t.replace(/\u00a0/g, ' ');
+			t = t.replace(/\s+/g, ' ');
 			if (lastText && lastText.parentId === parent.nodeId &&
 			    parent.childIds[parent.childIds.length - 1] === lastText.nodeId)
 				lastText.name += t;
@@ -435,7 +439,7 @@
 				}
 				return;
 			}
-			const focusable = c.hasAttribute('tabindex') || c.isContentEditable;
+			const focusable = c.hasAttribute('tabindex') || editRoot(c);
 			const named = c.hasAttribute('aria-label') || c.hasAttribute('aria-labelledby');
 			const inside = (into) => {
 				if (!shown)

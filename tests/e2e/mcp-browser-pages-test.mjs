@@ -169,13 +169,16 @@ await sh('write_file', {
     'Promise.all([fetch("data.json").then((r) => r.json()), fetch("missing.json").then((r) => r.status)])' +
     '.then(([d, s]) => { document.getElementById("o").textContent = "loaded " + d.n + " " + s; });</script>',
 });
-await sh('start_process', { command: 'cd ~/www && exec python3 -m http.server 8123 --bind 127.0.0.1' });
-let served = false;
-for (let i = 0; i < 50 && !served; i++) {
-  r = await sh('run_command', { command: 'curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:8123/net.html' });
-  served = text(r).includes('200');
-  if (!served) await new Promise((ok) => setTimeout(ok, 200));
-}
+// python's http.server on port, started through mcp-shell, once it serves file
+const serve = async (port, file) => {
+  await sh('start_process', { command: `cd ~/www && exec python3 -m http.server ${port} --bind 127.0.0.1` });
+  for (let i = 0; i < 50; i++) {
+    const c = await sh('run_command', { command: `curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:${port}/${file}` });
+    if (text(c).includes('200')) return;
+    await new Promise((ok) => setTimeout(ok, 200));
+  }
+};
+await serve(8123, 'net.html');
 r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/net.html' });
 await call('browser_wait_for', { text: 'loaded 42', time: 10 });
 r = await call('browser_network_requests');
@@ -194,12 +197,7 @@ await sh('write_file', {
     '<iframe title="other port" src="http://127.0.0.1:8124/xo-inner.html" width=400 height=120 style="border:6px solid #888"></iframe>' +
     '<iframe title="other site" src="http://localhost:8123/xo-inner.html" width=400 height=120 style="border:6px solid #888;padding:9px"></iframe>',
 });
-await sh('start_process', { command: 'cd ~/www && exec python3 -m http.server 8124 --bind 127.0.0.1' });
-for (let i = 0; i < 50; i++) {
-  r = await sh('run_command', { command: 'curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:8124/xo-inner.html' });
-  if (text(r).includes('200')) break;
-  await new Promise((ok) => setTimeout(ok, 200));
-}
+await serve(8124, 'xo-inner.html');
 r = await call('browser_navigate', { url: 'http://127.0.0.1:8123/xo.html' });
 r = await call('browser_snapshot');
 for (const [kind, title] of [['another origin of the same site', 'other port'], ['another site, in its own process', 'other site']]) {
