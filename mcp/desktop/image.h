@@ -11,6 +11,7 @@
 #include "common/err.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct desk_image {
 	int w, h;
@@ -28,6 +29,12 @@ void desk_image_free(struct desk_image *img);
  * source pixel when enlarging.  0 or -1 with e set. */
 int desk_image_scale(const struct desk_image *src, int w, int h, struct desk_image *dst,
 		     struct err *e);
+
+/* A 64-bit hash of img's size and pixels, to tell whether the screen
+ * changed without encoding it (about 1 ms for 1280x800).  Not
+ * cryptographic: equal images hash equal, and a change of any pixel
+ * changes the hash but for chance (about 2^-64). */
+uint64_t desk_image_hash(const struct desk_image *img);
 
 /* Encodes img as a PNG with zlib level `level` (0-9) into a malloc'ed
  * buffer *out of *len bytes (the caller frees it).  0 or -1 with e set. */

@@ -4,15 +4,23 @@
 // its size and that it shows Chromium with the start page, clicks into the
 // start page's text field, types non-ASCII text and sees the field change,
 // clears it with ctrl+a and BackSpace, moves the pointer and reads it back,
-// zooms a region, and checks that bad calls are refused with clear errors
-// while the server keeps serving.  Prints "ok - ..." / "not ok - ..." lines.
+// zooms a region, checks that every image states its size, the display's
+// real size and the scale, that `if_changed` answers "unchanged" (text, no
+// image) to the same session when nothing changed and an image when the
+// screen changed or the client is another session, pastes through the
+// clipboard into Chromium and reads Chromium's copy back, and checks that
+// bad calls are refused with clear errors while the server keeps serving.
+// Prints "ok - ..." / "not ok - ..." lines.
 //
 //   node mcp-desktop-test.mjs --url URL [--width 1280 --height 800]
 //                             [--real-width W --real-height H] [--out DIR]
-//                             [--type TEXT] [--bench N [--bench-args JSON]]
+//                             [--type TEXT] [--paste TEXT] [--sizes]
+//                             [--bench N [--bench-args JSON]]
 //
 // --type TEXT: only click into the field and type TEXT (the host test then
-// reads the exact text back from the page).  --bench N: only time N calls
+// reads the exact text back from the page).  --paste TEXT: the same through
+// clipboard_set and ctrl+v.  --sizes: only check the screenshot's size and
+// what it states (for the --screen-size presets).  --bench N: only time N calls
 // of the computer tool (default {"action":"screenshot"}) after 3 warm-up
 // calls and print {"p50_ms","p90_ms","p99_ms","mean_ms",...} as JSON.
 import { writeFileSync } from 'node:fs';
@@ -90,13 +98,37 @@ try {
     check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}" (${Math.round(performance.now() - t0)} ms with its screenshot)`);
     process.exit(tap.failed ? 1 : 0);
   }
+  if (args.paste !== undefined) {
+    check(field, 'found the page text field');
+    if (!field) throw new Error('no field');
+    await computer({ action: 'left_click', coordinate: [Math.round((field.x0 + field.x1) / 2), Math.round((field.y0 + field.y1) / 2)] });
+    await call('key', { text: 'ctrl+a BackSpace' });
+    let res = await call('clipboard_set', { text: args.paste });
+    check(!res.isError && /clipboard holds your text/.test(texts(res)), `clipboard_set answers "${texts(res)}"`);
+    res = await call('key', { text: 'ctrl+v' });
+    check(!res.isError, 'ctrl+v in the field');
+    process.exit(tap.failed ? 1 : 0);
+  }
+  if (args.sizes) {
+    const RW0 = Number(args['real-width'] || W); const RH0 = Number(args['real-height'] || H);
+    const res = await call('screenshot');
+    const sc = res.structuredContent || {};
+    check(first && first.w === W && first.h === H, `screenshot is a PNG of ${W}x${H}`, first ? `got ${first.w}x${first.h}` : 'no PNG');
+    check(sc.display_width_px === W && sc.display_height_px === H && sc.real_width_px === RW0 && sc.real_height_px === RH0,
+      `it states display ${W}x${H} and real ${RW0}x${RH0} ("${texts(res)}")`, JSON.stringify(sc));
+    const { tools } = await client.listTools();
+    const comp = tools.find((t) => t.name === 'computer');
+    check(comp && comp.description.includes(`display_width_px=${W}`) && comp.description.includes(`display_height_px=${H}`), `the computer tool names the display size ${W}x${H}`);
+    process.exit(tap.failed ? 1 : 0);
+  }
 
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
   const want = ['computer', 'screenshot', 'mouse_move', 'left_click', 'right_click', 'middle_click', 'double_click',
     'triple_click', 'left_click_drag', 'left_mouse_down', 'left_mouse_up', 'scroll', 'key', 'type', 'hold_key', 'wait',
     'cursor_position', 'zoom'];
-  check(want.every((n) => names.includes(n)), `tools/list has computer and every action as a tool (${names.length} tools)`, `missing: ${want.filter((n) => !names.includes(n))}`);
+  want.push('clipboard_get', 'clipboard_set');
+  check(want.every((n) => names.includes(n)), `tools/list has computer, every action as a tool and the clipboard tools (${names.length} tools)`, `missing: ${want.filter((n) => !names.includes(n))}`);
   const comp = tools.find((t) => t.name === 'computer');
   check(comp && comp.inputSchema.properties.action.enum.length === 17, 'the computer tool declares its 17 actions');
   check(comp && comp.description.includes(`display_width_px=${W}`) && comp.description.includes(`display_height_px=${H}`), `the computer tool names the display size ${W}x${H}`);
@@ -161,6 +193,91 @@ try {
   res = await computer({ action: 'scroll', coordinate: [cx, cy], scroll_direction: 'down', scroll_amount: 2 });
   check(!res.isError && /scrolled down 2/.test(texts(res)), `scroll answers "${texts(res)}"`);
 
+  // Every image states its size, the display's real size and the scale.
+  res = await call('screenshot');
+  let sc = res.structuredContent || {};
+  const note = texts(res);
+  const near = (a, b) => typeof a === 'number' && Math.abs(a - b) < 1e-6;
+  check(sc.display_width_px === W && sc.display_height_px === H && sc.real_width_px === RW && sc.real_height_px === RH &&
+    sc.image_width_px === W && sc.image_height_px === H && near(sc.scale_x, W / RW) && near(sc.scale_y, H / RH),
+  `screenshot's structuredContent states display ${W}x${H}, real ${RW}x${RH}, image ${W}x${H}, scale ${+(W / RW).toFixed(4)}`, JSON.stringify(sc));
+  check(note.includes(`screenshot ${W}x${H}`) && (W === RW && H === RH ? /real size/.test(note) : note.includes(`${RW}x${RH} display`)) &&
+    /scale \d/.test(note), `the screenshot's text states sizes and scale ("${note}")`);
+  res = await computer({ action: 'mouse_move', coordinate: [5, 5] });
+  check(images(res).length === 1 && /scale \d/.test(texts(res)) && res.structuredContent && res.structuredContent.real_width_px === RW,
+    `an action's screenshot states them too ("${texts(res).replace(/\n/g, ' / ')}")`);
+  res = await call('zoom', { region: [0, 0, 64, 32], scale: 2 });
+  sc = res.structuredContent || {};
+  check(sc.region && sc.region.join() === '0,0,64,32' && sc.real_region && near(sc.scale_x, 2) && sc.real_width_px === RW &&
+    /zoom of region \[0, 0, 64, 32\]/.test(texts(res)) && /scale 2 /.test(texts(res)), `zoom states its region in both spaces and its scale ("${texts(res)}")`);
+
+  // if_changed: "unchanged" (text and hash, no image) when the screen is as
+  // this session last saw it.  A blinking caret may change the screen
+  // between two calls, hence a few tries.
+  await computer({ action: 'left_click', coordinate: [Math.max(0, box.x0 - 20), Math.min(H - 1, box.y1 + 40)] }); // off the field
+  let un = null; let full = null;
+  for (let i = 0; i < 8 && !un; i++) {
+    full = await call('screenshot');
+    const again2 = await call('screenshot', { if_changed: true });
+    if (again2.structuredContent && again2.structuredContent.unchanged) un = again2;
+  }
+  check(un && images(un).length === 0 && /^unchanged since \d\d:\d\d:\d\d\.\d{3} UTC/.test(texts(un)) &&
+    un.structuredContent.hash === full.structuredContent.hash && un.structuredContent.display_width_px === W,
+  `screenshot {if_changed: true} right after a screenshot answers "${un ? texts(un).slice(0, 70) : 'an image every time'}..." without an image`);
+  if (un) {
+    const big = JSON.stringify(full).length; const small = JSON.stringify(un).length;
+    ok(`unchanged answer ${small} bytes of JSON against ${big} with the image (${Math.round(big / small)}x smaller)`);
+  }
+  res = await computer({ action: 'screenshot', if_changed: true });
+  check(res.structuredContent && typeof res.structuredContent.unchanged === 'boolean' && typeof res.structuredContent.hash === 'string',
+    'the computer tool takes if_changed too');
+  res = await computer({ action: 'wait', duration: 0.1, if_changed: true });
+  check(!res.isError && /waited/.test(texts(res)) && res.structuredContent && typeof res.structuredContent.unchanged === 'boolean', 'wait takes if_changed');
+  // Another session has its own memory: its first if_changed is an image.
+  const client2 = await connect(args.url, 'cloche-mcp-desktop-test-2');
+  try {
+    res = await client2.callTool({ name: 'screenshot', arguments: { if_changed: true } });
+    check(images(res).length === 1 && res.structuredContent.unchanged === false, "another session's first screenshot with if_changed is an image");
+    // The screen changes under session 1 (session 2 types): an image again.
+    const h0 = (await call('screenshot')).structuredContent.hash;
+    await client2.callTool({ name: 'left_click', arguments: { coordinate: [cx, cy] } });
+    await client2.callTool({ name: 'type', arguments: { text: 'changed' } });
+    await sleep(300);
+    res = await call('screenshot', { if_changed: true });
+    check(images(res).length === 1 && res.structuredContent.unchanged === false && res.structuredContent.hash !== h0,
+      'after the screen changed, screenshot {if_changed: true} is an image again with a new hash');
+    await client2.callTool({ name: 'key', arguments: { text: 'ctrl+a BackSpace' } });
+  } finally {
+    await client2.close().catch(() => {});
+  }
+
+  // Clipboard: ours pasted into Chromium, and Chromium's copy read back.
+  const clipText = 'clip héllo € 日本 ' + Date.now();
+  res = await call('clipboard_set', { text: clipText });
+  check(!res.isError && res.structuredContent && res.structuredContent.bytes === Buffer.byteLength(clipText), `clipboard_set answers "${texts(res)}"`);
+  res = await call('clipboard_get');
+  check(!res.isError && texts(res) === clipText && res.structuredContent.text === clipText, 'clipboard_get reads our own text back');
+  await computer({ action: 'left_click', coordinate: [cx, cy] });
+  await call('key', { text: 'ctrl+a BackSpace' });
+  await call('key', { text: 'ctrl+v' });
+  let pasted; let pch = 0;
+  for (let i = 0; i < 10 && pch < 150; i++) {
+    pasted = png(await computer({ action: 'wait', duration: 0.3 }));
+    pch = diff(before, pasted, box);
+  }
+  check(pch >= 150, `ctrl+v pastes the clipboard into Chromium's field (${pch} pixels changed)`);
+  await call('key', { text: 'ctrl+a BackSpace' });
+  await call('type', { text: 'copied from chromium' });
+  await call('key', { text: 'ctrl+a ctrl+c' });
+  let got = '';
+  for (let i = 0; i < 10 && got !== 'copied from chromium'; i++) {
+    res = await call('clipboard_get');
+    got = texts(res);
+    if (got !== 'copied from chromium') await sleep(200);
+  }
+  check(got === 'copied from chromium', `clipboard_get reads what Chromium copied ("${got.slice(0, 60)}")`);
+  await call('key', { text: 'BackSpace' });
+
   // Bad input: JSON-RPC -32602 with a message that says what is wrong.
   const bad = [
     ['computer', { action: 'fly' }, /action/],
@@ -175,10 +292,13 @@ try {
     ['computer', { action: 'scroll', scroll_direction: 'sideways' }, /scroll_direction/],
     ['computer', { action: 'zoom', region: [10, 10, 5, 5] }, /region/],
     ['left_click', { text: 'a' }, /modifier/],
+    ['screenshot', { if_changed: 'yes' }, /if_changed/],
+    ['clipboard_set', {}, /text/],
+    ['clipboard_set', { text: 'x'.repeat((1 << 20) + 1) }, /limit/],
   ];
   for (const [name, a, re] of bad) {
     const r = await refused(name, a);
-    check(r.code === -32602 && re.test(r.message), `${name} ${JSON.stringify(a)} is refused with -32602 (${r.code}: ${(r.message || '').slice(0, 90)})`);
+    check(r.code === -32602 && re.test(r.message), `${name} ${JSON.stringify(a).slice(0, 70)} is refused with -32602 (${r.code}: ${(r.message || '').slice(0, 90)})`);
   }
   res = await call('screenshot');
   const again = png(res);
