@@ -285,15 +285,27 @@ static bool wait_ms(const struct desk_call_ctx *ctx, long ms)
 
 /* --- screenshots ---------------------------------------------------------- */
 
-/* Grabs real rectangle (x, y, w, h) into img.  Locks the screen itself. */
+/* Grabs real rectangle (x, y, w, h) into img, with the pointer drawn in
+ * when configured (X keeps it out of the framebuffer).  Locks the screen
+ * itself. */
 static int grab(struct desk_actions *a, int x, int y, int w, int h, struct desk_image *img,
 		struct err *e)
 {
+	struct desk_cursor cur = {0};
+	struct err ce = ERR_INIT;
+	bool drawn = false;
 	int rc;
 
 	desk_screen_begin(a->scr);
 	rc = desk_screen_grab(a->scr, x, y, w, h, img, e);
+	if (rc == 0 && a->o.pointer)
+		drawn = desk_screen_cursor(a->scr, &cur, &ce) == 0;
 	desk_screen_end(a->scr);
+	if (drawn)
+		desk_image_draw_cursor(img, x, y, &cur);
+	else if (rc == 0 && a->o.pointer)
+		log_debug("pointer not drawn", "{s:s}", "error", ce.msg);
+	desk_cursor_free(&cur);
 	return rc;
 }
 

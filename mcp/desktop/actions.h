@@ -60,6 +60,7 @@ struct desk_actions_opts {
 	long settle_ms;       /* pause before the screenshot an action returns */
 	bool screenshot_after; /* whether actions that change the screen return one */
 	int png_level;        /* zlib level 0-9 */
+	bool pointer;         /* draw the pointer into screenshots and zooms */
 };
 
 /* What a call may ask of its caller while it runs (both may be NULL), and

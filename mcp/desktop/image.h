@@ -18,6 +18,20 @@ struct desk_image {
 	unsigned char *px; /* w * h * 3 bytes, owned by the image */
 };
 
+/* The pointer's picture as X draws it over the screen: w x h pixels of
+ * premultiplied ARGB (0xAARRGGBB), its top-left corner at (x, y) on the
+ * screen (the hot spot already subtracted). */
+struct desk_cursor {
+	int x, y, w, h;
+	uint32_t *argb; /* owned; free with desk_cursor_free */
+};
+
+void desk_cursor_free(struct desk_cursor *c);
+
+/* Draws c over img, which shows the screen from (ox, oy) on: each pixel
+ * blended by its alpha, clipped to the image. */
+void desk_image_draw_cursor(struct desk_image *img, int ox, int oy, const struct desk_cursor *c);
+
 /* Allocates an uninitialised w x h image into img.  0 or -1 with e set. */
 int desk_image_alloc(struct desk_image *img, int w, int h, struct err *e);
 

@@ -34,6 +34,7 @@ static const struct cfg_opt desk_opts[] = {
 	{"action-screenshot", CFG_BOOL, "true",
 	 "actions that change the screen answer with a screenshot"},
 	{"png-level", CFG_INT, "1", "zlib level of screenshots, 0-9 (1: fast)"},
+	{"pointer", CFG_BOOL, "true", "draw the pointer into screenshots and zooms"},
 	{"clipboard", CFG_BOOL, "true",
 	 "clipboard_get and clipboard_set work (--no-clipboard: they answer an error)"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
 	ao.settle_ms = (long)cfg_duration_ms(c, "settle");
 	ao.screenshot_after = cfg_bool(c, "action-screenshot");
 	ao.png_level = (int)level;
+	ao.pointer = cfg_bool(c, "pointer");
 
 	scr = desk_screen_open(cfg_str(c, "display"), &e);
 	if (!scr)
@@ -108,10 +110,11 @@ int main(int argc, char **argv)
 		goto out;
 	desk_screen_size(scr, &w, &h);
 	desk_actions_model_size(act, &ao.model_w, &ao.model_h);
-	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b, s:b}", "port",
+	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b, s:b, s:b}", "port",
 		 mcp_server_port(srv), "width", w, "height", h, "model_width", ao.model_w,
 		 "model_height", ao.model_h, "settle_ms", (json_int_t)ao.settle_ms,
-		 "action_screenshot", ao.screenshot_after, "clipboard", clip != NULL);
+		 "action_screenshot", ao.screenshot_after, "clipboard", clip != NULL, "pointer",
+		 ao.pointer);
 	status = mcp_server_run(srv) == 0 ? 0 : 1;
 out:
 	if (status && e.msg[0])

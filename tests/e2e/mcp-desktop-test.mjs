@@ -7,22 +7,25 @@
 // zooms a region, checks that every image states its size, the display's
 // real size and the scale, that `if_changed` answers "unchanged" (text, no
 // image) to the same session when nothing changed and an image when the
-// screen changed or the client is another session, pastes through the
+// screen changed or the client is another session, that the pointer is
+// drawn in, pastes through the
 // clipboard into Chromium and reads Chromium's copy back, and checks that
 // bad calls are refused with clear errors while the server keeps serving.
 // Prints "ok - ..." / "not ok - ..." lines.
 //
 //   node mcp-desktop-test.mjs --url URL [--width 1280 --height 800]
 //                             [--real-width W --real-height H] [--out DIR]
-//                             [--type TEXT] [--paste TEXT] [--sizes]
+//                             [--type TEXT] [--paste TEXT] [--sizes [--pointer off]]
 //                             [--bench N [--bench-args JSON]]
 //
 // --type TEXT: only click into the field and type TEXT (the host test then
 // reads the exact text back from the page).  --paste TEXT: the same through
 // clipboard_set and ctrl+v.  --sizes: only check the screenshot's size and
-// what it states (for the --screen-size presets).  --bench N: only time N calls
+// what it states (for the --screen-size presets); with --pointer off, also
+// that the pointer is not drawn (--no-pointer).  --bench N: only time N calls
 // of the computer tool (default {"action":"screenshot"}) after 3 warm-up
-// calls and print {"p50_ms","p90_ms","p99_ms","mean_ms",...} as JSON.
+// calls and print {"p50_ms","p90_ms","p99_ms","mean_ms","answer_bytes_mean" (the result
+// as JSON), "unchanged" (answers that were), ...} as JSON.
 import { writeFileSync } from 'node:fs';
 import { frameStats, looksLikeDesktop } from './lib/frame.mjs';
 import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
@@ -58,6 +61,25 @@ function diff(a, b, box) {
   return n;
 }
 
+// Pixels that differ (any channel by more than 48) between two same-size images.
+function diffAll(a, b) {
+  let n = 0;
+  for (let i = 0; i < a.data.length; i += 4) {
+    if (Math.abs(a.data[i] - b.data[i]) > 48 || Math.abs(a.data[i + 1] - b.data[i + 1]) > 48 || Math.abs(a.data[i + 2] - b.data[i + 2]) > 48) n++;
+  }
+  return n;
+}
+// Whether screenshots show the pointer: a zoom of a spot of page background
+// with the pointer away, then on it.
+async function pointerPixels() {
+  const region = [W - 90, H - 90, W - 50, H - 50];
+  await computer({ action: 'mouse_move', coordinate: [W - 150, H - 150] });
+  const z0 = png(await call('zoom', { region }));
+  await computer({ action: 'mouse_move', coordinate: [W - 75, H - 75] });
+  const z1 = png(await call('zoom', { region }));
+  return z0 && z1 && z0.w === z1.w ? diffAll(z0, z1) : -1;
+}
+
 let client;
 const call = (name, a = {}) => client.callTool({ name, arguments: a });
 // Resolves to the JSON-RPC error (code, message) of a call that must fail.
@@ -68,7 +90,7 @@ try {
   client = await connect(args.url, 'cloche-mcp-desktop-test');
 
   if (args.bench) {
-    const n = Number(args.bench); const ms = []; let bytes = 0;
+    const n = Number(args.bench); const ms = []; let bytes = 0; let answer = 0; let unchanged = 0;
     const a = JSON.parse(args['bench-args'] || '{"action":"screenshot"}');
     for (let i = 0; i < n + 3; i++) {
       const t0 = performance.now();
@@ -76,15 +98,22 @@ try {
       const t = performance.now() - t0;
       if (res.isError) throw new Error(texts(res));
       const img = images(res)[0];
-      if (i >= 3) { ms.push(t); bytes = img ? Buffer.from(img.data, 'base64').length : 0; }
+      if (i >= 3) {
+        ms.push(t); bytes = img ? Buffer.from(img.data, 'base64').length : 0;
+        answer += JSON.stringify(res).length;
+        if (res.structuredContent && res.structuredContent.unchanged) unchanged++;
+      }
     }
     ms.sort((x, y) => x - y);
     const q = (p) => +ms[Math.min(ms.length - 1, Math.floor(p * ms.length))].toFixed(1);
     const mean = +(ms.reduce((x, y) => x + y, 0) / ms.length).toFixed(1);
-    console.log(JSON.stringify({ calls: n, p50_ms: q(0.5), p90_ms: q(0.9), p99_ms: q(0.99), mean_ms: mean, max_ms: q(1), png_bytes: bytes, samples_ms: ms.map((x) => +x.toFixed(1)) }));
+    console.log(JSON.stringify({ calls: n, p50_ms: q(0.5), p90_ms: q(0.9), p99_ms: q(0.99), mean_ms: mean, max_ms: q(1), png_bytes: bytes, answer_bytes_mean: Math.round(answer / n), unchanged, samples_ms: ms.map((x) => +x.toFixed(1)) }));
     process.exit(0);
   }
 
+  // The pointer is drawn into screenshots: park it in the corner, off
+  // everything the checks below look at.
+  await computer({ action: 'mouse_move', coordinate: [W - 1, H - 1] });
   const first = png(await computer({ action: 'screenshot' }));
   const st0 = first && frameStats(first.w, first.h, first.data);
   const field = st0 && st0.field;
@@ -119,6 +148,10 @@ try {
     const { tools } = await client.listTools();
     const comp = tools.find((t) => t.name === 'computer');
     check(comp && comp.description.includes(`display_width_px=${W}`) && comp.description.includes(`display_height_px=${H}`), `the computer tool names the display size ${W}x${H}`);
+    if (args.pointer === 'off') {
+      const n = await pointerPixels();
+      check(n === 0, `--no-pointer: the pointer is not in the image (${n} pixels changed where it went)`);
+    }
     process.exit(tap.failed ? 1 : 0);
   }
 
@@ -152,6 +185,7 @@ try {
   check(!res.isError && /left_click at/.test(texts(res)) && images(res).length === 1, `left_click answers with text and a screenshot ("${texts(res)}")`);
   res = await computer({ action: 'type', text: 'héllo € cloche ÄÖÜ' });
   check(!res.isError && /typed 18 of 18/.test(texts(res)), `type of non-ASCII text answers "${texts(res)}"`);
+  await computer({ action: 'mouse_move', coordinate: [W - 1, H - 1] });
   let typed; let changed = 0;
   for (let i = 0; i < 10 && changed < 150; i++) {
     typed = png(await computer({ action: 'wait', duration: 0.5 }));
@@ -211,6 +245,10 @@ try {
   check(sc.region && sc.region.join() === '0,0,64,32' && sc.real_region && near(sc.scale_x, 2) && sc.real_width_px === RW &&
     /zoom of region \[0, 0, 64, 32\]/.test(texts(res)) && /scale 2 /.test(texts(res)), `zoom states its region in both spaces and its scale ("${texts(res)}")`);
 
+  // The pointer is drawn into screenshots (the default).
+  const pp = await pointerPixels();
+  check(pp >= 20, `the pointer is drawn into the image where it is (${pp} pixels changed where it went)`);
+
   // if_changed: "unchanged" (text and hash, no image) when the screen is as
   // this session last saw it.  A blinking caret may change the screen
   // between two calls, hence a few tries.
@@ -260,6 +298,7 @@ try {
   await computer({ action: 'left_click', coordinate: [cx, cy] });
   await call('key', { text: 'ctrl+a BackSpace' });
   await call('key', { text: 'ctrl+v' });
+  await computer({ action: 'mouse_move', coordinate: [W - 1, H - 1] });
   let pasted; let pch = 0;
   for (let i = 0; i < 10 && pch < 150; i++) {
     pasted = png(await computer({ action: 'wait', duration: 0.3 }));

@@ -11,7 +11,8 @@
 #     with --screen-size 1024x640 runs the whole client suite in scaled
 #     coordinates (sizes and scale stated, if_changed, clipboard with
 #     Chromium); the presets xga, wxga, auto and a WxH give screenshots of
-#     their size, and --no-clipboard turns the clipboard tools into errors.
+#     their size, --no-pointer leaves the pointer out, and --no-clipboard
+#     turns the clipboard tools into errors.
 #  2. in a sandbox booted from $CLOCHE_TEMPLATE under runsc: from the router
 #     netns, the client suite against http://10.0.2.15:8100/mcp (tools,
 #     screenshot of the start page, click + type + clear, cursor, zoom, bad
@@ -186,11 +187,12 @@ host_part() {
 		read -r name pw ph <<<"$spec"
 		p3=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
 		"$BIN" --display "$disp" --listen 127.0.0.1 --port "$p3" --screen-size "$name" \
-			--no-clipboard 2>"$WORK/mcp-$name.log" &
+			--no-clipboard --no-pointer 2>"$WORK/mcp-$name.log" &
 		pid3=$!
 		if wait_for 15 listening "$p3"; then
 			node "$CLIENT" --url "http://127.0.0.1:$p3/mcp" --sizes --width "$pw" --height "$ph" \
-				--real-width 1280 --real-height 800 | sed "s/^\(not \)\{0,1\}ok - /&--screen-size $name: /"
+				--real-width 1280 --real-height 800 --pointer off |
+				sed "s/^\(not \)\{0,1\}ok - /&--screen-size $name: /"
 			got=$(node "$CALL" --url "http://127.0.0.1:$p3/mcp" --tool clipboard_get)
 			check "--no-clipboard: clipboard_get is a tool error ($?: $got)" grep -q 'disabled.*--no-clipboard' <<<"$got"
 		else

@@ -1,6 +1,6 @@
 /* Unit suite of mcp-desktop's pure parts: key names and combinations,
  * UTF-8 decoding and character keysyms, resampling and PNG encoding, the
- * screen hash and the per-client table of last images, screen-size
+ * screen hash, drawing the pointer, the per-client table of last images, screen-size
  * presets and the model/real pixel mapping, and the clipboard's text
  * conversions.
  * Self-contained (its own main), so it shares no header with the other
@@ -200,6 +200,37 @@ START_TEST(test_hash)
 }
 END_TEST
 
+START_TEST(test_draw_cursor)
+{
+	uint32_t argb[4] = {0xff000000, 0x80800000, 0x00000000, 0xffffffff};
+	struct desk_cursor c = {.x = 3, .y = 1, .w = 2, .h = 2, .argb = argb};
+	struct desk_image img;
+	struct err e = ERR_INIT;
+
+	ck_assert_int_eq(desk_image_alloc(&img, 4, 4, &e), 0);
+	memset(img.px, 200, 4 * 4 * 3);
+	/* The image shows the screen from (1, 0): the cursor's column 0 lands
+	 * on x 2, its column 1 on x 3; row 0 on y 1. */
+	desk_image_draw_cursor(&img, 1, 0, &c);
+	ck_assert_int_eq(img.px[(1 * 4 + 2) * 3], 0);           /* opaque black */
+	ck_assert_int_eq(img.px[(1 * 4 + 3) * 3], 128 + 100);   /* half red over 200 */
+	ck_assert_int_eq(img.px[(1 * 4 + 3) * 3 + 1], 100);
+	ck_assert_int_eq(img.px[(2 * 4 + 2) * 3], 200);         /* transparent */
+	ck_assert_int_eq(img.px[(2 * 4 + 3) * 3 + 2], 255);     /* opaque white */
+	ck_assert_int_eq(img.px[(0 * 4 + 2) * 3], 200);         /* untouched */
+	/* Clipped: a cursor half off every edge writes only inside. */
+	c.x = -1;
+	c.y = -1;
+	desk_image_draw_cursor(&img, 0, 0, &c);
+	ck_assert_int_eq(img.px[0], 255);
+	c.x = 3;
+	c.y = 3;
+	desk_image_draw_cursor(&img, 0, 0, &c);
+	ck_assert_int_eq(img.px[(3 * 4 + 3) * 3], 0);
+	desk_image_free(&img);
+}
+END_TEST
+
 START_TEST(test_seen)
 {
 	struct desk_seen *t = desk_seen_new(2);
@@ -335,6 +366,7 @@ int main(void)
 	tc = tcase_create("image");
 	tcase_add_test(tc, test_scale_and_png);
 	tcase_add_test(tc, test_hash);
+	tcase_add_test(tc, test_draw_cursor);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("screens");
 	tcase_add_test(tc, test_seen);
