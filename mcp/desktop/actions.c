@@ -341,7 +341,8 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* " (scale 0.8)" or " (scale 0.8 x 0.96)": image pixels per real pixel. */
+/* "scale 0.8", or "scale 0.8 x 0.96" when the axes differ: image pixels
+ * per real pixel. */
 static void scale_words(char *buf, size_t len, int iw, int ih, int rw, int rh)
 {
 	double sx = (double)iw / rw, sy = (double)ih / rh;
@@ -515,7 +516,8 @@ static int do_drag(struct desk_actions *a, const json_t *args, const struct desk
 	release_combo(in, &mods);
 	desk_screen_end(a->scr);
 	reply_text(r, "dragged from (%d, %d) to (%d, %d)", desk_to_model(sx, f.mw, f.rw),
-		   desk_to_model(sy, f.mh, f.rh), desk_to_model(ex, f.mw, f.rw), desk_to_model(ey, f.mh, f.rh));
+		   desk_to_model(sy, f.mh, f.rh), desk_to_model(ex, f.mw, f.rw),
+		   desk_to_model(ey, f.mh, f.rh));
 	return after_action(a, ctx, r);
 }
 

@@ -291,9 +291,9 @@ static int do_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
 			       AnyPropertyType, &type, &fmt, &n, &after, &data) != Success)
 		return err_set(e, 0, "cannot read the clipboard's text from our window");
 	if (type == c->incr)
-		rc = err_set(e, EFBIG, "the clipboard's owner sends its text in pieces (INCR), "
-				       "which mcp-desktop does not read: it is probably over the "
-				       "limit of %zu bytes",
+		rc = err_set(e, EFBIG, "the clipboard's owner sends its text in pieces (INCR), as "
+				       "owners do for large texts (xclip from 1 MiB on); mcp-desktop "
+				       "reads texts up to its limit of %zu bytes in one piece only",
 			     c->max);
 	else if (fmt != 8 || (type != c->utf8 && type != XA_STRING && type != c->text))
 		rc = err_set(e, 0, "the clipboard's owner answered with data that is not text");

@@ -57,7 +57,7 @@ int desk_size_parse(const char *s, int real_w, int real_h, int *w, int *h, struc
 	    *h > 8192) {
 		*w = *h = 0;
 		return err_set(e, 0,
-			       "screen size `%.40s`: want WxH (16-8192 a side), xga (1024x768), "
+			       "screen-size `%.40s`: want WxH (16-8192 a side), xga (1024x768), "
 			       "wxga (1280x800), fwxga (1366x768), auto or native",
 			       s);
 	}

@@ -279,8 +279,10 @@ static int clip_get_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 
 	(void)args;
 	(void)e;
-	if (!c)
-		return mcp_result_error(res, "%s", clip_off), 0;
+	if (!c) {
+		mcp_result_error(res, "%s", clip_off);
+		return 0;
+	}
 	rc = desk_clip_get(c, &text, &len, &ce);
 	if (rc == -1) {
 		mcp_result_error(res, "clipboard_get: %s", ce.msg);
@@ -315,8 +317,10 @@ static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 	len = json_string_length(v);
 	if (memchr(text, '\0', len))
 		return err_set(e, 0, "`text` holds a NUL character, which X text cannot carry");
-	if (!c)
-		return mcp_result_error(res, "%s", clip_off), 0;
+	if (!c) {
+		mcp_result_error(res, "%s", clip_off);
+		return 0;
+	}
 	if (len > desk_clip_max(c))
 		return err_set(e, 0, "`text` is %zu bytes, over the clipboard limit of %zu bytes",
 			       len, desk_clip_max(c));
@@ -452,8 +456,9 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, con
 			"up|down|left|right, scroll_amount, text = modifiers); key (text: "
 			"xdotool-style keys such as Return, ctrl+l, ctrl+shift+t, super, "
 			"Page_Down); type (text, any Unicode); hold_key (text, duration s); wait "
-			"(duration s, at most 100; if_changed as for screenshot); cursor_position; zoom (region [x0, y0, x1, y1] "
-			"-> PNG of that region at full resolution, scale optional).  Actions that "
+			"(duration s, at most 100; if_changed as for screenshot); cursor_position; "
+			"zoom (region [x0, y0, x1, y1] -> PNG of that region at full resolution, "
+			"scale optional).  Actions that "
 			"change the screen answer with a screenshot taken shortly after.  Every image "
 			"comes with a line stating its size, the display's real size and the scale.",
 			size) == -1)
