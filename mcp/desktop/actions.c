@@ -8,6 +8,7 @@
  * characters. */
 #include "actions.h"
 
+#include "geom.h"
 #include "keys.h"
 
 #include "appliance/x11/x11_input.h"
@@ -53,6 +54,7 @@ static const char *const names[DESK_ACTION_COUNT] = {
 struct desk_actions {
 	struct desk_screen *scr;
 	struct desk_actions_opts o;
+	struct desk_seen *seen;
 };
 
 /* The sizes one call works with: model pixels and real pixels. */
@@ -92,22 +94,9 @@ void desk_actions_model_size(struct desk_actions *a, int *w, int *h)
 	*h = f.mh;
 }
 
-/* Model pixel -> real pixel (pixel centres map onto pixel centres). */
-static int to_real(int v, int model, int real)
+void desk_actions_real_size(struct desk_actions *a, int *w, int *h)
 {
-	if (model == real)
-		return v;
-	v = (int)(((double)v + 0.5) * real / model);
-	return v >= real ? real - 1 : v;
-}
-
-/* Real pixel -> model pixel. */
-static int to_model(int v, int model, int real)
-{
-	if (model == real)
-		return v;
-	v = (int)(((double)v + 0.5) * model / real);
-	return v >= model ? model - 1 : v;
+	desk_screen_size(a->scr, w, h);
 }
 
 static void reply_text(struct desk_reply *r, const char *fmt, ...)
@@ -169,8 +158,8 @@ static int arg_coord(const json_t *args, const char *key, bool required, const s
 		return err_set(e, 0,
 			       "`%s` [%lld, %lld] is outside the display (%dx%d: x 0-%d, y 0-%d)",
 			       key, cx, cy, f->mw, f->mh, f->mw - 1, f->mh - 1);
-	*x = to_real((int)cx, f->mw, f->rw);
-	*y = to_real((int)cy, f->mh, f->rh);
+	*x = desk_to_real((int)cx, f->mw, f->rw);
+	*y = desk_to_real((int)cy, f->mh, f->rh);
 	return 1;
 }
 
@@ -214,6 +203,20 @@ static int arg_duration(const json_t *args, bool required, double def, double *o
 	if (!(*out >= 0 && *out <= DESK_MAX_DURATION_S))
 		return err_set(e, 0, "`duration` %g is out of range (0-%d seconds)", *out,
 			       DESK_MAX_DURATION_S);
+	return 1;
+}
+
+/* An optional boolean (false when absent). */
+static int arg_bool(const json_t *args, const char *key, bool *out, struct err *e)
+{
+	const json_t *v = json_object_get(args, key);
+
+	*out = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return err_set(e, 0, "`%s` must be true or false", key);
+	*out = json_is_true(v);
 	return 1;
 }
 
@@ -282,25 +285,41 @@ static bool wait_ms(const struct desk_call_ctx *ctx, long ms)
 
 /* --- screenshots ---------------------------------------------------------- */
 
-/* Grabs real rectangle (x, y, w, h), scales it to ow x oh (if different)
- * and encodes it into r.  Locks the screen itself. */
-static int shoot(struct desk_actions *a, int x, int y, int w, int h, int ow, int oh,
-		 struct desk_reply *r, struct err *e)
+/* Grabs real rectangle (x, y, w, h) into img, with the pointer drawn in
+ * when configured (X keeps it out of the framebuffer).  Locks the screen
+ * itself. */
+static int grab(struct desk_actions *a, int x, int y, int w, int h, struct desk_image *img,
+		struct err *e)
 {
-	struct desk_image img = {0}, scaled = {0};
-	const struct desk_image *out = &img;
+	struct desk_cursor cur = {0};
+	struct err ce = ERR_INIT;
+	bool drawn = false;
 	int rc;
 
 	desk_screen_begin(a->scr);
-	rc = desk_screen_grab(a->scr, x, y, w, h, &img, e);
+	rc = desk_screen_grab(a->scr, x, y, w, h, img, e);
+	if (rc == 0 && a->o.pointer)
+		drawn = desk_screen_cursor(a->scr, &cur, &ce) == 0;
 	desk_screen_end(a->scr);
-	if (rc == -1)
-		return -1;
-	if (ow != w || oh != h) {
-		if (desk_image_scale(&img, ow, oh, &scaled, e) == -1) {
-			desk_image_free(&img);
+	if (drawn)
+		desk_image_draw_cursor(img, x, y, &cur);
+	else if (rc == 0 && a->o.pointer)
+		log_debug("pointer not drawn", "{s:s}", "error", ce.msg);
+	desk_cursor_free(&cur);
+	return rc;
+}
+
+/* Scales img to ow x oh (if different) and encodes it into r. */
+static int encode(struct desk_actions *a, const struct desk_image *img, int ow, int oh,
+		  struct desk_reply *r, struct err *e)
+{
+	struct desk_image scaled = {0};
+	const struct desk_image *out = img;
+	int rc;
+
+	if (ow != img->w || oh != img->h) {
+		if (desk_image_scale(img, ow, oh, &scaled, e) == -1)
 			return -1;
-		}
 		out = &scaled;
 	}
 	free(r->png);
@@ -310,18 +329,85 @@ static int shoot(struct desk_actions *a, int x, int y, int w, int h, int ow, int
 		r->png_w = out->w;
 		r->png_h = out->h;
 	}
-	desk_image_free(&img);
 	desk_image_free(&scaled);
 	return rc;
 }
 
-static int shoot_screen(struct desk_actions *a, struct desk_reply *r, struct err *e)
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "scale 0.8", or "scale 0.8 x 0.96" when the axes differ: image pixels
+ * per real pixel. */
+static void scale_words(char *buf, size_t len, int iw, int ih, int rw, int rh)
+{
+	double sx = (double)iw / rw, sy = (double)ih / rh;
+
+	if (iw * rh == ih * rw)
+		snprintf(buf, len, "scale %.4g", sx);
+	else
+		snprintf(buf, len, "scale %.4g x %.4g", sx, sy);
+}
+
+/* The whole screen into r, or r->unchanged when if_changed and the
+ * client's last image was this same screen. */
+static int shoot_screen(struct desk_actions *a, const struct desk_call_ctx *ctx, bool if_changed,
+			struct desk_reply *r, struct err *e)
 {
 	struct frame f = frame_of(a);
+	const char *client = ctx && ctx->client ? ctx->client : "";
+	struct desk_image img = {0};
+	char sc[48];
+	int64_t at;
 
 	r->display_w = f.mw;
 	r->display_h = f.mh;
-	return shoot(a, 0, 0, f.rw, f.rh, f.mw, f.mh, r, e);
+	r->real_w = f.rw;
+	r->real_h = f.rh;
+	if (grab(a, 0, 0, f.rw, f.rh, &img, e) == -1)
+		return -1;
+	r->whole = true;
+	r->hash = desk_image_hash(&img);
+	if (if_changed && desk_seen_same(a->seen, client, r->hash, &at)) {
+		time_t secs = (time_t)(at / 1000);
+		struct tm tm;
+		char when[32];
+
+		desk_image_free(&img);
+		gmtime_r(&secs, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		r->unchanged = true;
+		r->seen_ms = at;
+		snprintf(r->note, sizeof(r->note),
+			 "unchanged since %s.%03d UTC (the screenshot you were sent %.1f s ago; "
+			 "hash %016llx); no image sent: the screen is %dx%d pixels as you saw it",
+			 when, (int)(at % 1000), (double)(wall_ms() - at) / 1000,
+			 (unsigned long long)r->hash, f.mw, f.mh);
+		return 0;
+	}
+	if (encode(a, &img, f.mw, f.mh, r, e) == -1) {
+		desk_image_free(&img);
+		return -1;
+	}
+	desk_image_free(&img);
+	desk_seen_put(a->seen, client, r->hash, wall_ms());
+	scale_words(sc, sizeof(sc), r->png_w, r->png_h, f.rw, f.rh);
+	if (f.mw == f.rw && f.mh == f.rh)
+		snprintf(r->note, sizeof(r->note),
+			 "screenshot %dx%d: the whole display at its real size (%s); "
+			 "coordinates are these pixels",
+			 r->png_w, r->png_h, sc);
+	else
+		snprintf(r->note, sizeof(r->note),
+			 "screenshot %dx%d of the whole %dx%d display (%s); coordinates are "
+			 "in these screenshot pixels (display_width_px=%d, display_height_px=%d), "
+			 "not the display's",
+			 r->png_w, r->png_h, f.rw, f.rh, sc, f.mw, f.mh);
+	return 0;
 }
 
 /* After an action that may change the screen: the settle pause, then a
@@ -335,7 +421,7 @@ static int after_action(struct desk_actions *a, const struct desk_call_ctx *ctx,
 		return 0;
 	if (a->o.settle_ms > 0 && !wait_ms(ctx, a->o.settle_ms))
 		return 0;
-	if (shoot_screen(a, r, &e) == -1)
+	if (shoot_screen(a, ctx, false, r, &e) == -1)
 		log_warn("screenshot after an action failed", "{s:s}", "error", e.msg);
 	return 0;
 }
@@ -389,8 +475,8 @@ static int do_pointer_action(struct desk_actions *a, enum desk_action act, const
 	}
 	release_combo(in, &mods);
 	desk_screen_end(a->scr);
-	reply_text(r, "%s at (%d, %d)%s%s", names[act], to_model(x, f.mw, f.rw),
-		   to_model(y, f.mh, f.rh), mods.n ? " holding " : "",
+	reply_text(r, "%s at (%d, %d)%s%s", names[act], desk_to_model(x, f.mw, f.rw),
+		   desk_to_model(y, f.mh, f.rh), mods.n ? " holding " : "",
 		   mods.n ? json_string_value(json_object_get(args, "text")) : "");
 	return after_action(a, ctx, r);
 }
@@ -429,8 +515,9 @@ static int do_drag(struct desk_actions *a, const json_t *args, const struct desk
 	x11_input_pointer(in, 0, ex, ey);
 	release_combo(in, &mods);
 	desk_screen_end(a->scr);
-	reply_text(r, "dragged from (%d, %d) to (%d, %d)", to_model(sx, f.mw, f.rw),
-		   to_model(sy, f.mh, f.rh), to_model(ex, f.mw, f.rw), to_model(ey, f.mh, f.rh));
+	reply_text(r, "dragged from (%d, %d) to (%d, %d)", desk_to_model(sx, f.mw, f.rw),
+		   desk_to_model(sy, f.mh, f.rh), desk_to_model(ex, f.mw, f.rw),
+		   desk_to_model(ey, f.mh, f.rh));
 	return after_action(a, ctx, r);
 }
 
@@ -482,8 +569,8 @@ static int do_scroll(struct desk_actions *a, const json_t *args, const struct de
 	}
 	release_combo(in, &mods);
 	desk_screen_end(a->scr);
-	reply_text(r, "scrolled %s %lld at (%d, %d)", dir, amount, to_model(x, f.mw, f.rw),
-		   to_model(y, f.mh, f.rh));
+	reply_text(r, "scrolled %s %lld at (%d, %d)", dir, amount, desk_to_model(x, f.mw, f.rw),
+		   desk_to_model(y, f.mh, f.rh));
 	return after_action(a, ctx, r);
 }
 
@@ -615,14 +702,29 @@ static int do_wait(struct desk_actions *a, const json_t *args, const struct desk
 		   struct desk_reply *r, struct err *e)
 {
 	double secs;
+	bool if_changed;
 	struct err se = ERR_INIT;
 
-	if (arg_duration(args, true, 0, &secs, e) == -1)
+	if (arg_duration(args, true, 0, &secs, e) == -1 ||
+	    arg_bool(args, "if_changed", &if_changed, e) == -1)
 		return -1;
 	if (!wait_ms(ctx, (long)(secs * 1000)))
 		return 0;
 	reply_text(r, "waited %g s", secs);
-	if (shoot_screen(a, r, &se) == -1)
+	if (shoot_screen(a, ctx, if_changed, r, &se) == -1)
+		return reply_fail(r, &se, "screenshot");
+	return 0;
+}
+
+static int do_screenshot(struct desk_actions *a, const json_t *args,
+			 const struct desk_call_ctx *ctx, struct desk_reply *r, struct err *e)
+{
+	bool if_changed;
+	struct err se = ERR_INIT;
+
+	if (arg_bool(args, "if_changed", &if_changed, e) == -1)
+		return -1;
+	if (shoot_screen(a, ctx, if_changed, r, &se) == -1)
 		return reply_fail(r, &se, "screenshot");
 	return 0;
 }
@@ -639,8 +741,8 @@ static int do_cursor(struct desk_actions *a, struct desk_reply *r)
 	if (rc == -1)
 		return reply_fail(r, &qe, "cursor_position");
 	r->has_cursor = true;
-	r->cursor_x = to_model(x, f.mw, f.rw);
-	r->cursor_y = to_model(y, f.mh, f.rh);
+	r->cursor_x = desk_to_model(x, f.mw, f.rw);
+	r->cursor_y = desk_to_model(y, f.mh, f.rh);
 	r->display_w = f.mw;
 	r->display_h = f.mh;
 	reply_text(r, "X=%d,Y=%d", r->cursor_x, r->cursor_y);
@@ -653,8 +755,10 @@ static int do_zoom(struct desk_actions *a, const json_t *args, struct desk_reply
 	struct frame f = frame_of(a);
 	const json_t *v = json_object_get(args, "region"), *sv = json_object_get(args, "scale");
 	long long c[4];
-	int x0, y0, x1, y1, ow, oh;
+	int x0, y0, x1, y1, ow, oh, rc;
 	double scale = 1;
+	struct desk_image img = {0};
+	char sc[48];
 	struct err se = ERR_INIT;
 
 	if (!v || json_is_null(v))
@@ -697,8 +801,28 @@ static int do_zoom(struct desk_actions *a, const json_t *args, struct desk_reply
 			       oh, ZOOM_MAX_SIDE);
 	r->display_w = f.mw;
 	r->display_h = f.mh;
-	if (shoot(a, x0, y0, x1 - x0, y1 - y0, ow, oh, r, &se) == -1)
+	r->real_w = f.rw;
+	r->real_h = f.rh;
+	if (grab(a, x0, y0, x1 - x0, y1 - y0, &img, &se) == -1)
 		return reply_fail(r, &se, "zoom");
+	rc = encode(a, &img, ow, oh, r, &se);
+	desk_image_free(&img);
+	if (rc == -1)
+		return reply_fail(r, &se, "zoom");
+	r->has_region = true;
+	for (int i = 0; i < 4; i++)
+		r->region[i] = (int)c[i];
+	r->real_region[0] = x0;
+	r->real_region[1] = y0;
+	r->real_region[2] = x1;
+	r->real_region[3] = y1;
+	scale_words(sc, sizeof(sc), ow, oh, x1 - x0, y1 - y0);
+	snprintf(r->note, sizeof(r->note),
+		 "zoom of region [%d, %d, %d, %d] of the %dx%d screenshot space: real pixels "
+		 "[%d, %d, %d, %d] of the %dx%d display, shown %dx%d (%s of real pixels); "
+		 "coordinates stay in screenshot pixels, not this image's",
+		 r->region[0], r->region[1], r->region[2], r->region[3], f.mw, f.mh, x0, y0, x1,
+		 y1, f.rw, f.rh, ow, oh, sc);
 	return 0;
 }
 
@@ -706,18 +830,17 @@ int desk_actions_run(struct desk_actions *a, enum desk_action act, const json_t 
 		     const struct desk_call_ctx *ctx, struct desk_reply *r, struct err *e)
 {
 	struct frame f = frame_of(a);
-	struct err se = ERR_INIT;
 
 	memset(r, 0, sizeof(*r));
 	r->display_w = f.mw;
 	r->display_h = f.mh;
+	r->real_w = f.rw;
+	r->real_h = f.rh;
 	if (!json_is_object(args))
 		return err_set(e, 0, "arguments must be an object");
 	switch (act) {
 	case DESK_SCREENSHOT:
-		if (shoot_screen(a, r, &se) == -1)
-			return reply_fail(r, &se, "screenshot");
-		return 0;
+		return do_screenshot(a, args, ctx, r, e);
 	case DESK_MOUSE_MOVE:
 	case DESK_LEFT_CLICK:
 	case DESK_RIGHT_CLICK:
@@ -791,6 +914,12 @@ struct desk_actions *desk_actions_new(struct desk_screen *s, const struct desk_a
 		err_set(e, 0, "model size %dx%d", o->model_w, o->model_h);
 		return NULL;
 	}
+	a->seen = desk_seen_new(0);
+	if (!a->seen) {
+		free(a);
+		err_set(e, ENOMEM, "actions");
+		return NULL;
+	}
 	a->scr = s;
 	a->o = *o;
 	return a;
@@ -798,5 +927,8 @@ struct desk_actions *desk_actions_new(struct desk_screen *s, const struct desk_a
 
 void desk_actions_free(struct desk_actions *a)
 {
+	if (!a)
+		return;
+	desk_seen_free(a->seen);
 	free(a);
 }

@@ -5,7 +5,14 @@
  *
  * Coordinates are in "model pixels": the display's own pixels, or, when a
  * model size was configured (--screen-size), pixels of screenshots scaled
- * to that size; they are mapped back to real pixels here.
+ * to that size; they are mapped back to real pixels here (geom.h).  Every
+ * image comes with a note that states the display's real size and the
+ * image's scale, so no reader has to guess which pixels it is looking at.
+ *
+ * `screenshot` and `wait` take `if_changed`: when the screen's pixels hash
+ * the same as the last whole-screen image the same client was sent (any
+ * screenshot, wait or action screenshot), the reply is a line of text
+ * with the hash instead of the PNG.
  *
  * Safe to call from several threads at once (the screen serialises X);
  * a call that waits (wait, hold_key, the settle delay before the screenshot
@@ -15,12 +22,14 @@
 
 #include "image.h"
 #include "screen.h"
+#include "seen.h"
 
 #include "common/err.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum desk_action {
 	DESK_SCREENSHOT,
@@ -51,13 +60,17 @@ struct desk_actions_opts {
 	long settle_ms;       /* pause before the screenshot an action returns */
 	bool screenshot_after; /* whether actions that change the screen return one */
 	int png_level;        /* zlib level 0-9 */
+	bool pointer;         /* draw the pointer into screenshots and zooms */
 };
 
-/* What a call may ask of its caller while it runs (both may be NULL). */
+/* What a call may ask of its caller while it runs (both may be NULL), and
+ * who the caller is (client: an MCP session id; NULL is one anonymous
+ * client). */
 struct desk_call_ctx {
 	bool (*cancelled)(void *ud);
 	void (*progress)(void *ud, double done, double total, const char *msg);
 	void *ud;
+	const char *client;
 };
 
 struct desk_reply {
@@ -69,6 +82,15 @@ struct desk_reply {
 	bool has_cursor;      /* cursor_position: x, y in model pixels */
 	int cursor_x, cursor_y;
 	int display_w, display_h; /* model size the call worked in */
+	int real_w, real_h;       /* the display's real size */
+	char note[400];           /* with an image or unchanged: what it shows, sizes, scale */
+	bool whole;               /* png (or unchanged) is of the whole screen */
+	uint64_t hash;            /* whole: desk_image_hash() of the real pixels */
+	bool unchanged;           /* if_changed and the client had this screen: no png */
+	int64_t seen_ms;          /* unchanged: wall time (ms) that image was sent */
+	bool has_region;          /* zoom: */
+	int region[4];            /* the region asked, model pixels, x1 y1 exclusive */
+	int real_region[4];       /* the real pixels it covers */
 };
 
 struct desk_actions;
@@ -86,6 +108,9 @@ int desk_action_parse(const char *name);
 
 /* The size screenshots have and coordinates are given in. */
 void desk_actions_model_size(struct desk_actions *a, int *w, int *h);
+
+/* The display's real size. */
+void desk_actions_real_size(struct desk_actions *a, int *w, int *h);
 
 /* Runs act with args.  Returns 0 with r filled (r->failed for runtime
  * failures), or -1 with e set when the arguments are wrong (bad type,

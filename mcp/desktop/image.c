@@ -33,6 +33,73 @@ void desk_image_free(struct desk_image *img)
 	img->w = img->h = 0;
 }
 
+void desk_cursor_free(struct desk_cursor *c)
+{
+	free(c->argb);
+	c->argb = NULL;
+	c->w = c->h = 0;
+}
+
+void desk_image_draw_cursor(struct desk_image *img, int ox, int oy, const struct desk_cursor *c)
+{
+	for (int j = 0; j < c->h; j++) {
+		int y = c->y + j - oy;
+
+		if (y < 0 || y >= img->h)
+			continue;
+		for (int i = 0; i < c->w; i++) {
+			int x = c->x + i - ox;
+			uint32_t p = c->argb[(size_t)j * (size_t)c->w + (size_t)i];
+			unsigned a = p >> 24;
+			unsigned char *d;
+
+			if (x < 0 || x >= img->w || a == 0)
+				continue;
+			d = img->px + ((size_t)y * (size_t)img->w + (size_t)x) * 3;
+			/* Premultiplied: colour + what shows through. */
+			for (int k = 0; k < 3; k++) {
+				unsigned src = (p >> (16 - 8 * k)) & 0xff;
+				unsigned v = src + (d[k] * (255 - a) + 127) / 255;
+
+				d[k] = (unsigned char)(v > 255 ? 255 : v);
+			}
+		}
+	}
+}
+
+/* Eight bytes at a time: rotate, mix in, multiply by an odd constant, so
+ * every input bit reaches every output bit; the end is a splitmix64-style
+ * finaliser.  Written here (a dozen lines) rather than taken from a
+ * library: it only has to notice change, not resist an adversary. */
+#define HASH_MUL 0x9e3779b97f4a7c15ULL
+
+static uint64_t rotl(uint64_t v, int n)
+{
+	return v << n | v >> (64 - n);
+}
+
+uint64_t desk_image_hash(const struct desk_image *img)
+{
+	size_t n = (size_t)img->w * (size_t)img->h * 3, i = 0;
+	uint64_t h = ((uint64_t)(uint32_t)img->w << 32 | (uint32_t)img->h) * HASH_MUL;
+	uint64_t tail = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t v;
+
+		memcpy(&v, img->px + i, 8);
+		h = (rotl(h, 27) ^ v) * HASH_MUL;
+	}
+	for (; i < n; i++)
+		tail = tail << 8 | img->px[i];
+	h = (rotl(h, 27) ^ tail ^ n) * HASH_MUL;
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	return h ^ h >> 31;
+}
+
 /* Source span [*lo, *hi) of output index i of n over a source of m. */
 static void span(int i, int n, int m, int *lo, int *hi)
 {

@@ -11,11 +11,26 @@
 #include "common/err.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct desk_image {
 	int w, h;
 	unsigned char *px; /* w * h * 3 bytes, owned by the image */
 };
+
+/* The pointer's picture as X draws it over the screen: w x h pixels of
+ * premultiplied ARGB (0xAARRGGBB), its top-left corner at (x, y) on the
+ * screen (the hot spot already subtracted). */
+struct desk_cursor {
+	int x, y, w, h;
+	uint32_t *argb; /* owned; free with desk_cursor_free */
+};
+
+void desk_cursor_free(struct desk_cursor *c);
+
+/* Draws c over img, which shows the screen from (ox, oy) on: each pixel
+ * blended by its alpha, clipped to the image. */
+void desk_image_draw_cursor(struct desk_image *img, int ox, int oy, const struct desk_cursor *c);
 
 /* Allocates an uninitialised w x h image into img.  0 or -1 with e set. */
 int desk_image_alloc(struct desk_image *img, int w, int h, struct err *e);
@@ -28,6 +43,12 @@ void desk_image_free(struct desk_image *img);
  * source pixel when enlarging.  0 or -1 with e set. */
 int desk_image_scale(const struct desk_image *src, int w, int h, struct desk_image *dst,
 		     struct err *e);
+
+/* A 64-bit hash of img's size and pixels, to tell whether the screen
+ * changed without encoding it (about 1 ms for 1280x800).  Not
+ * cryptographic: equal images hash equal, and a change of any pixel
+ * changes the hash but for chance (about 2^-64). */
+uint64_t desk_image_hash(const struct desk_image *img);
 
 /* Encodes img as a PNG with zlib level `level` (0-9) into a malloc'ed
  * buffer *out of *len bytes (the caller frees it).  0 or -1 with e set. */

@@ -3,6 +3,8 @@
  * vocabulary models are trained on.  Options come through common/cfg
  * (defaults < --config file < MCP_DESKTOP_* environment < flags). */
 #include "actions.h"
+#include "clip.h"
+#include "geom.h"
 #include "screen.h"
 #include "tools.h"
 
@@ -24,29 +26,19 @@ static const struct cfg_opt desk_opts[] = {
 	{"allowed-hosts", CFG_STR, NULL,
 	 "extra host names accepted in Host/Origin, comma-separated (exact or *.suffix)"},
 	{"screen-size", CFG_STR, "",
-	 "WxH: scale screenshots to this size and read coordinates in it (e.g. 1024x768); "
-	 "default: the display's own size"},
+	 "scale screenshots to this size and read coordinates in it: WxH, xga (1024x768), "
+	 "wxga (1280x800), fwxga (1366x768), auto (the preset of the display's aspect ratio "
+	 "when smaller) or native; default: the display's own size"},
 	{"settle", CFG_DURATION, "300ms",
 	 "pause between an action and the screenshot it returns"},
 	{"action-screenshot", CFG_BOOL, "true",
 	 "actions that change the screen answer with a screenshot"},
 	{"png-level", CFG_INT, "1", "zlib level of screenshots, 0-9 (1: fast)"},
+	{"pointer", CFG_BOOL, "true", "draw the pointer into screenshots and zooms"},
+	{"clipboard", CFG_BOOL, "true",
+	 "clipboard_get and clipboard_set work (--no-clipboard: they answer an error)"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
-
-/* "WxH" -> w, h; "" -> 0, 0.  -1 when malformed. */
-static int parse_size(const char *s, int *w, int *h)
-{
-	char tail;
-
-	*w = *h = 0;
-	if (!s || !*s)
-		return 0;
-	if (sscanf(s, "%dx%d%c", w, h, &tail) != 2 || *w < 16 || *h < 16 || *w > 8192 ||
-	    *h > 8192)
-		return -1;
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -54,6 +46,7 @@ int main(int argc, char **argv)
 	struct desk_actions_opts ao = {0};
 	struct desk_screen *scr = NULL;
 	struct desk_actions *act = NULL;
+	struct desk_clip *clip = NULL;
 	struct mcp_server *srv = NULL;
 	struct err e = ERR_INIT;
 	long long port, level;
@@ -73,10 +66,14 @@ int main(int argc, char **argv)
 	port = cfg_int(c, "port");
 	level = cfg_int(c, "png-level");
 	if (lvl < 0 || port < 0 || port > 65535 || level < 0 || level > 9 ||
-	    parse_size(cfg_str(c, "screen-size"), &ao.model_w, &ao.model_h) == -1 ||
 	    cfg_args(c, NULL)[0]) {
-		fprintf(stderr, "mcp-desktop: bad --log-level, --port, --png-level, --screen-size "
-				"(WxH) or extra arguments\n");
+		fprintf(stderr, "mcp-desktop: bad --log-level, --port, --png-level or extra "
+				"arguments\n");
+		cfg_free(c);
+		return 2;
+	}
+	if (desk_size_parse(cfg_str(c, "screen-size"), 0, 0, &w, &h, &e) == -1) {
+		fprintf(stderr, "mcp-desktop: --%s\n", e.msg);
 		cfg_free(c);
 		return 2;
 	}
@@ -85,12 +82,19 @@ int main(int argc, char **argv)
 	ao.settle_ms = (long)cfg_duration_ms(c, "settle");
 	ao.screenshot_after = cfg_bool(c, "action-screenshot");
 	ao.png_level = (int)level;
+	ao.pointer = cfg_bool(c, "pointer");
 
 	scr = desk_screen_open(cfg_str(c, "display"), &e);
 	if (!scr)
 		goto out;
+	desk_screen_size(scr, &w, &h);
+	/* Again with the display's size, which `auto` needs. */
+	if (desk_size_parse(cfg_str(c, "screen-size"), w, h, &ao.model_w, &ao.model_h, &e) == -1)
+		goto out;
 	act = desk_actions_new(scr, &ao, &e);
 	if (!act)
+		goto out;
+	if (cfg_bool(c, "clipboard") && !(clip = desk_clip_open(cfg_str(c, "display"), 0, &e)))
 		goto out;
 	srv = mcp_server_new(&(struct mcp_server_opts){.name = "cloche-desktop",
 						      .version = "0.1.0",
@@ -102,20 +106,22 @@ int main(int argc, char **argv)
 						      .port = (int)port,
 						      .allowed_hosts = cfg_str(c, "allowed-hosts")},
 			     &e);
-	if (!srv || desk_tools_register(srv, act, &e) == -1)
+	if (!srv || desk_tools_register(srv, act, clip, &e) == -1)
 		goto out;
 	desk_screen_size(scr, &w, &h);
 	desk_actions_model_size(act, &ao.model_w, &ao.model_h);
-	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b}", "port",
+	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b, s:b, s:b}", "port",
 		 mcp_server_port(srv), "width", w, "height", h, "model_width", ao.model_w,
 		 "model_height", ao.model_h, "settle_ms", (json_int_t)ao.settle_ms,
-		 "action_screenshot", ao.screenshot_after);
+		 "action_screenshot", ao.screenshot_after, "clipboard", clip != NULL, "pointer",
+		 ao.pointer);
 	status = mcp_server_run(srv) == 0 ? 0 : 1;
 out:
 	if (status && e.msg[0])
 		log_error("mcp-desktop failed", "{s:s}", "error", e.msg);
 	mcp_server_free(srv);
 	desk_tools_release();
+	desk_clip_close(clip);
 	desk_actions_free(act);
 	desk_screen_close(scr);
 	cfg_free(c);

@@ -12,6 +12,7 @@
 
 #include <X11/Xutil.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xfixes.h>
 #include <X11/extensions/XTest.h>
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +37,7 @@ struct desk_screen {
 	Visual *visual;
 	_Atomic int width, height;
 	bool have_shm;
+	bool have_fixes; /* XFixes: the pointer's picture */
 	XShmSegmentInfo shm;
 	XImage *shm_img; /* full screen, NULL until the first grab */
 	struct x11_input *in;
@@ -173,6 +175,39 @@ int desk_screen_grab(struct desk_screen *s, int x, int y, int w, int h, struct d
 	return 0;
 }
 
+int desk_screen_cursor(struct desk_screen *s, struct desk_cursor *c, struct err *e)
+{
+	XFixesCursorImage *xc;
+	size_t n;
+
+	c->argb = NULL;
+	c->w = c->h = 0;
+	if (!s->have_fixes)
+		return err_set(e, 0, "the display lacks XFixes");
+	xc = XFixesGetCursorImage(s->dpy);
+	if (!xc)
+		return err_set(e, 0, "XFixesGetCursorImage failed");
+	n = (size_t)xc->width * xc->height;
+	if (n == 0 || xc->width > 256 || xc->height > 256) {
+		XFree(xc);
+		return err_set(e, 0, "cursor of %ux%u", (unsigned)xc->width, (unsigned)xc->height);
+	}
+	c->argb = malloc(n * sizeof(*c->argb));
+	if (!c->argb) {
+		XFree(xc);
+		return err_set(e, ENOMEM, "cursor");
+	}
+	/* Xlib hands 32-bit pixels in longs. */
+	for (size_t i = 0; i < n; i++)
+		c->argb[i] = (uint32_t)xc->pixels[i];
+	c->x = xc->x - xc->xhot;
+	c->y = xc->y - xc->yhot;
+	c->w = xc->width;
+	c->h = xc->height;
+	XFree(xc);
+	return 0;
+}
+
 int desk_screen_pointer(struct desk_screen *s, int *x, int *y, struct err *e)
 {
 	Window root, child;
@@ -266,6 +301,14 @@ struct desk_screen *desk_screen_open(const char *name, struct err *e)
 		goto fail;
 	}
 	s->have_shm = XShmQueryVersion(s->dpy, &major, &minor, &pixmaps);
+	s->have_fixes = XFixesQueryExtension(s->dpy, &ev, &er);
+	if (s->have_fixes) {
+		major = 4;
+		minor = 0;
+		XFixesQueryVersion(s->dpy, &major, &minor);
+	} else {
+		log_warn("the display lacks XFixes: screenshots cannot show the pointer", NULL);
+	}
 	/* Resizes (RandR) arrive as ConfigureNotify on the root. */
 	XSelectInput(s->dpy, s->root, StructureNotifyMask);
 	s->in = x11_input_new(s->dpy, s->screen, X11_SPARE_LOW, e);

@@ -47,6 +47,10 @@ void desk_screen_size(struct desk_screen *s, int *w, int *h);
 int desk_screen_grab(struct desk_screen *s, int x, int y, int w, int h, struct desk_image *img,
 		     struct err *e);
 
+/* The pointer's current picture and place (XFixes), allocated into c.
+ * Between begin and end.  0, or -1 with e set (no XFixes, or no cursor). */
+int desk_screen_cursor(struct desk_screen *s, struct desk_cursor *c, struct err *e);
+
 /* The pointer position.  Between begin and end.  0 or -1 with e set. */
 int desk_screen_pointer(struct desk_screen *s, int *x, int *y, struct err *e);
 

@@ -40,6 +40,10 @@ static const char *const prop_region =
 static const char *const prop_scale =
 	"\"scale\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":8,\"description\":"
 	"\"size of the zoomed image relative to the region's real pixels; default 1\"}";
+static const char *const prop_if_changed =
+	"\"if_changed\":{\"type\":\"boolean\",\"description\":\"true: when the screen is "
+	"exactly as in the last screenshot you were sent, answer `unchanged` with its hash "
+	"instead of the image (cheap polling); default false: always the image\"}";
 static const char *const prop_key_text =
 	"\"text\":{\"type\":\"string\",\"description\":\"xdotool-style keys: Return, ctrl+l, "
 	"ctrl+shift+t, super, Page_Down, F5; several separated by spaces are pressed in turn\"}";
@@ -57,7 +61,8 @@ struct tool_def {
 };
 
 static const struct tool_def defs[] = {
-	{DESK_SCREENSHOT, "Take a PNG screenshot of the whole display.", {NULL}, true},
+	{DESK_SCREENSHOT, "Take a PNG screenshot of the whole display (if_changed: only when it "
+			  "changed since the last one you were sent).", {NULL}, true},
 	{DESK_MOUSE_MOVE, "Move the pointer.", {"coordinate", NULL}, false},
 	{DESK_LEFT_CLICK, "Click the left button.", {NULL}, false},
 	{DESK_RIGHT_CLICK, "Click the right button.", {NULL}, false},
@@ -77,8 +82,8 @@ static const struct tool_def defs[] = {
 	 false},
 	{DESK_HOLD_KEY, "Hold keys down for duration seconds.", {"text", "duration", NULL},
 	 false},
-	{DESK_WAIT, "Wait duration seconds, then take a screenshot.", {"duration", NULL},
-	 true},
+	{DESK_WAIT, "Wait duration seconds, then take a screenshot (if_changed as for "
+		    "screenshot).", {"duration", NULL}, true},
 	{DESK_CURSOR_POSITION, "Tell where the pointer is (X=..,Y=..).", {NULL}, true},
 	{DESK_ZOOM, "A PNG of one region of the display at full resolution.", {"region", NULL}, true},
 };
@@ -125,6 +130,10 @@ static void props_of(enum desk_action act, const char **p)
 		break;
 	case DESK_WAIT:
 		p[n++] = prop_duration;
+		p[n++] = prop_if_changed;
+		break;
+	case DESK_SCREENSHOT:
+		p[n++] = prop_if_changed;
 		break;
 	case DESK_ZOOM:
 		p[n++] = prop_region;
@@ -148,6 +157,45 @@ static void ctx_progress(void *ud, double done, double total, const char *msg)
 	mcp_call_progress(ud, done, total, msg);
 }
 
+/* structuredContent of a reply with an image or an unchanged answer. */
+static json_t *image_facts(const struct desk_reply *r)
+{
+	char hash[20];
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i}", "display_width_px", r->display_w,
+			      "display_height_px", r->display_h, "real_width_px", r->real_w,
+			      "real_height_px", r->real_h);
+
+	if (!o)
+		return NULL;
+	if (r->png) {
+		json_object_set_new(o, "image_width_px", json_integer(r->png_w));
+		json_object_set_new(o, "image_height_px", json_integer(r->png_h));
+	}
+	if (r->has_region) {
+		json_object_set_new(o, "region", json_pack("[i, i, i, i]", r->region[0], r->region[1],
+							   r->region[2], r->region[3]));
+		json_object_set_new(o, "real_region",
+				    json_pack("[i, i, i, i]", r->real_region[0], r->real_region[1],
+					      r->real_region[2], r->real_region[3]));
+	}
+	if (r->png) {
+		/* Image pixels per real pixel of what the image covers. */
+		int cw = r->has_region ? r->real_region[2] - r->real_region[0] : r->real_w;
+		int ch = r->has_region ? r->real_region[3] - r->real_region[1] : r->real_h;
+
+		json_object_set_new(o, "scale_x", json_real((double)r->png_w / cw));
+		json_object_set_new(o, "scale_y", json_real((double)r->png_h / ch));
+	}
+	if (r->whole) {
+		snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)r->hash);
+		json_object_set_new(o, "hash", json_string(hash));
+		json_object_set_new(o, "unchanged", json_boolean(r->unchanged));
+		if (r->unchanged)
+			json_object_set_new(o, "unchanged_since_ms", json_integer(r->seen_ms));
+	}
+	return o;
+}
+
 static int answer(struct desk_reply *r, struct mcp_result *res)
 {
 	if (r->failed) {
@@ -156,17 +204,18 @@ static int answer(struct desk_reply *r, struct mcp_result *res)
 	}
 	if (r->text[0])
 		mcp_result_text(res, "%s", r->text);
+	if (r->note[0])
+		mcp_result_text(res, "%s", r->note);
 	if (r->png)
 		mcp_result_image(res, r->png, r->png_len, "image/png");
 	if (r->has_cursor)
-		mcp_result_structured(res, json_pack("{s:i, s:i, s:i, s:i}", "x", r->cursor_x, "y",
-						     r->cursor_y, "display_width_px", r->display_w,
-						     "display_height_px", r->display_h));
-	else if (r->png)
-		mcp_result_structured(res, json_pack("{s:i, s:i, s:i, s:i}", "display_width_px",
-						     r->display_w, "display_height_px",
-						     r->display_h, "image_width_px", r->png_w,
-						     "image_height_px", r->png_h));
+		mcp_result_structured(res, json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "x",
+						     r->cursor_x, "y", r->cursor_y,
+						     "display_width_px", r->display_w,
+						     "display_height_px", r->display_h, "real_width_px",
+						     r->real_w, "real_height_px", r->real_h));
+	else if (r->png || r->unchanged)
+		mcp_result_structured(res, image_facts(r));
 	return 0;
 }
 
@@ -174,7 +223,7 @@ static int computer_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 		       struct err *e)
 {
 	struct desk_actions *a = mcp_call_ud(call);
-	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call};
+	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call, mcp_call_session(call)};
 	struct desk_reply r;
 	int rc = desk_actions_run_json(a, args, &ctx, &r, e);
 
@@ -196,7 +245,7 @@ static int single_fn(struct mcp_call *call, const json_t *args, struct mcp_resul
 		     struct err *e)
 {
 	const struct single *s = mcp_call_ud(call);
-	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call};
+	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call, mcp_call_session(call)};
 	struct desk_reply r;
 	json_t *empty = NULL;
 	int rc;
@@ -209,6 +258,121 @@ static int single_fn(struct mcp_call *call, const json_t *args, struct mcp_resul
 	desk_reply_free(&r);
 	json_decref(empty);
 	return rc;
+}
+
+/* --- clipboard ----------------------------------------------------------- */
+
+static char *keep(struct buf *b);
+
+static const char *const clip_off =
+	"the clipboard tools are disabled on this desktop by its operator "
+	"(mcp-desktop --no-clipboard)";
+
+static int clip_get_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
+		       struct err *e)
+{
+	struct desk_clip *c = mcp_call_ud(call);
+	struct err ce = ERR_INIT;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	(void)args;
+	(void)e;
+	if (!c) {
+		mcp_result_error(res, "%s", clip_off);
+		return 0;
+	}
+	rc = desk_clip_get(c, &text, &len, &ce);
+	if (rc == -1) {
+		mcp_result_error(res, "clipboard_get: %s", ce.msg);
+		return 0;
+	}
+	/* The text exactly, so it can be used as is; the structured part
+	 * tells an empty clipboard from one holding that sentence. */
+	if (len)
+		mcp_result_textn(res, text, len);
+	else
+		mcp_result_text(res, "(the clipboard is empty)");
+	mcp_result_structured(res, json_pack("{s:s%, s:I, s:b}", "text", text, len, "bytes",
+					     (json_int_t)len, "empty", len == 0));
+	free(text);
+	return 0;
+}
+
+static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
+		       struct err *e)
+{
+	struct desk_clip *c = mcp_call_ud(call);
+	const json_t *v = json_object_get(args, "text");
+	struct err ce = ERR_INIT;
+	const char *text;
+	size_t len, chars = 0;
+
+	if (!v)
+		return err_set(e, 0, "`text` is required (a string)");
+	if (!json_is_string(v))
+		return err_set(e, 0, "`text` must be a string");
+	text = json_string_value(v);
+	len = json_string_length(v);
+	if (memchr(text, '\0', len))
+		return err_set(e, 0, "`text` holds a NUL character, which X text cannot carry");
+	if (!c) {
+		mcp_result_error(res, "%s", clip_off);
+		return 0;
+	}
+	if (len > desk_clip_max(c))
+		return err_set(e, 0, "`text` is %zu bytes, over the clipboard limit of %zu bytes",
+			       len, desk_clip_max(c));
+	if (desk_clip_set(c, text, len, &ce) == -1) {
+		mcp_result_error(res, "clipboard_set: %s", ce.msg);
+		return 0;
+	}
+	for (size_t i = 0; i < len; i++)
+		chars += ((unsigned char)text[i] & 0xc0) != 0x80;
+	mcp_result_text(res, "the clipboard holds your text (%zu characters, %zu bytes): "
+			     "ctrl+v pastes it",
+			chars, len);
+	mcp_result_structured(res, json_pack("{s:I, s:I}", "bytes", (json_int_t)len, "characters",
+					     (json_int_t)chars));
+	return 0;
+}
+
+static int register_clipboard(struct mcp_server *srv, struct desk_clip *c, struct err *e)
+{
+	AUTOBUF struct buf d = BUF_INIT(1024);
+	AUTOBUF struct buf sch = BUF_INIT(1024);
+	size_t max = c ? desk_clip_max(c) : DESK_CLIP_MAX;
+	struct mcp_tool get = {.name = "clipboard_get",
+			       .title = "Read the clipboard",
+			       .description = "The text on the desktop's clipboard (what ctrl+c "
+					      "copied in any program), exactly.  Structured: text, "
+					      "bytes, empty.",
+			       .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+			       .read_only = true,
+			       .fn = clip_get_fn,
+			       .ud = c};
+	struct mcp_tool set = {.name = "clipboard_set",
+			       .title = "Set the clipboard",
+			       .fn = clip_set_fn,
+			       .ud = c};
+
+	if (buf_appendf(&d, e,
+			"Put text on the desktop's clipboard, so that ctrl+v (or a middle-click "
+			"menu's Paste) in any program pastes it: faster than type for long texts. "
+			"At most %zu bytes.",
+			max) == -1 ||
+	    buf_appendf(&sch, e,
+			"{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\","
+			"\"description\":\"the text, any Unicode, at most %zu bytes of "
+			"UTF-8\"}},\"required\":[\"text\"]}",
+			max) == -1)
+		return -1;
+	set.description = keep(&d);
+	set.input_schema = keep(&sch);
+	if (mcp_server_add_tool(srv, &get, e) == -1 || mcp_server_add_tool(srv, &set, e) == -1)
+		return err_wrap(e, "clipboard tools");
+	return 0;
 }
 
 /* --- registration -------------------------------------------------------- */
@@ -240,7 +404,7 @@ static int schema(struct buf *b, const char *const *props, const char *const *re
 }
 
 /* Strings handed to the server must outlive it: they are kept here. */
-static char *kept[2 * DESK_ACTION_COUNT + 4];
+static char *kept[2 * DESK_ACTION_COUNT + 8];
 static size_t nkept;
 
 static char *keep(struct buf *b)
@@ -258,7 +422,7 @@ void desk_tools_release(void)
 		free(kept[--nkept]);
 }
 
-static int register_computer(struct mcp_server *srv, struct desk_actions *a, int w, int h,
+static int register_computer(struct mcp_server *srv, struct desk_actions *a, const char *size,
 			     struct err *e)
 {
 	AUTOBUF struct buf sch = BUF_INIT(1 << 16);
@@ -266,7 +430,8 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, int
 	AUTOBUF struct buf action = BUF_INIT(4096);
 	/* Every property any action takes, once each. */
 	const char *all[] = {prop_coordinate, prop_start, prop_mods, prop_direction,
-			     prop_amount,    prop_duration, prop_region, prop_scale, NULL};
+			     prop_amount,    prop_duration, prop_region, prop_scale,
+			     prop_if_changed, NULL};
 	const char *req[] = {"action", NULL};
 	struct mcp_tool t = {0};
 
@@ -280,9 +445,10 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, int
 		return -1;
 	if (buf_appendf(&desc, e,
 			"Use a mouse and keyboard to interact with a Linux desktop (Chromium on "
-			"X), and take screenshots.  The display is %dx%d pixels "
-			"(display_width_px=%d, display_height_px=%d); coordinates are [x, y] in "
-			"screenshot pixels from the top left.  Actions: screenshot; mouse_move "
+			"X), and take screenshots.  %s; coordinates are [x, y] in screenshot pixels "
+			"from the top left.  Actions: screenshot (if_changed: true answers "
+			"`unchanged` instead of the image when the screen is as you last saw it); "
+			"mouse_move "
 			"(coordinate); left_click, right_click, middle_click, double_click, "
 			"triple_click, left_mouse_down, left_mouse_up (coordinate optional, text = "
 			"modifiers to hold such as shift or ctrl); left_click_drag "
@@ -290,10 +456,12 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, int
 			"up|down|left|right, scroll_amount, text = modifiers); key (text: "
 			"xdotool-style keys such as Return, ctrl+l, ctrl+shift+t, super, "
 			"Page_Down); type (text, any Unicode); hold_key (text, duration s); wait "
-			"(duration s, at most 100); cursor_position; zoom (region [x0, y0, x1, y1] "
-			"-> PNG of that region at full resolution, scale optional).  Actions that "
-			"change the screen answer with a screenshot taken shortly after.",
-			w, h, w, h) == -1)
+			"(duration s, at most 100; if_changed as for screenshot); cursor_position; "
+			"zoom (region [x0, y0, x1, y1] -> PNG of that region at full resolution, "
+			"scale optional).  Actions that "
+			"change the screen answer with a screenshot taken shortly after.  Every image "
+			"comes with a line stating its size, the display's real size and the scale.",
+			size) == -1)
 		return -1;
 	t.name = "computer";
 	t.title = "Computer";
@@ -306,12 +474,24 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, int
 	return mcp_server_add_tool(srv, &t, e);
 }
 
-int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct err *e)
+int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct desk_clip *clip,
+			struct err *e)
 {
-	int w, h;
+	char size[200];
+	int w, h, rw, rh;
 
 	desk_actions_model_size(a, &w, &h);
-	if (register_computer(srv, a, w, h, e) == -1)
+	desk_actions_real_size(a, &rw, &rh);
+	if (w == rw && h == rh)
+		snprintf(size, sizeof(size),
+			 "The display is %dx%d pixels (display_width_px=%d, display_height_px=%d)",
+			 w, h, w, h);
+	else
+		snprintf(size, sizeof(size),
+			 "Screenshots are %dx%d pixels (display_width_px=%d, display_height_px=%d), "
+			 "scaled from the real %dx%d display",
+			 w, h, w, h, rw, rh);
+	if (register_computer(srv, a, size, e) == -1)
 		return err_wrap(e, "tool computer");
 	for (size_t i = 0; i < ARRAY_LEN(defs); i++) {
 		const struct tool_def *d = &defs[i];
@@ -323,10 +503,8 @@ int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct e
 		props_of(d->act, props);
 		if (schema(&sch, props, d->required, NULL, e) == -1 ||
 		    buf_appendf(&desc, e,
-				"%s The display is %dx%d pixels (display_width_px=%d, "
-				"display_height_px=%d); coordinates are [x, y] in screenshot "
-				"pixels.",
-				d->summary, w, h, w, h) == -1)
+				"%s %s; coordinates are [x, y] in screenshot pixels.",
+				d->summary, size) == -1)
 			return err_wrap(e, "tool %s", desk_action_name(d->act));
 		singles[d->act] = (struct single){a, d->act};
 		t.name = desk_action_name(d->act);
@@ -338,5 +516,5 @@ int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct e
 		if (mcp_server_add_tool(srv, &t, e) == -1)
 			return err_wrap(e, "tool %s", t.name);
 	}
-	return 0;
+	return register_clipboard(srv, clip, e);
 }

@@ -120,6 +120,10 @@ bool mcp_call_cancelled(const struct mcp_call *call);
  * ("" without a hook). */
 const char *mcp_call_principal(const struct mcp_call *call);
 
+/* The Mcp-Session-Id of the session this call came in (valid while the
+ * call runs): what tells one client's calls from another's. */
+const char *mcp_call_session(const struct mcp_call *call);
+
 /* Sends notifications/progress when the client gave a progressToken
  * (otherwise does nothing).  total <= 0 means unknown; message may be NULL. */
 void mcp_call_progress(struct mcp_call *call, double progress, double total, const char *message);

@@ -104,6 +104,11 @@ const char *mcp_call_principal(const struct mcp_call *call)
 	return call->principal;
 }
 
+const char *mcp_call_session(const struct mcp_call *call)
+{
+	return call->session;
+}
+
 /* A worker's message to the loop thread.  0, or -1 when out of memory (the
  * caller retries) or when the server is gone (nothing more will run). */
 static int post(struct mcp_server *s, void (*fn)(void *), void *arg, bool *gone)

@@ -6,12 +6,18 @@
 #     its text field into the window title, mcp-desktop on a free port.
 #     Typing through MCP must arrive exactly (non-ASCII, CJK, shifted
 #     characters; more distinct characters than there are spare keycodes),
-#     read back with xdotool.  A second server with --screen-size 1024x640
-#     runs the whole client suite in scaled coordinates.
+#     read back with xdotool.  The clipboard both ways with xclip, and
+#     clipboard_set + ctrl+v pasting exactly into the page.  A second server
+#     with --screen-size 1024x640 runs the whole client suite in scaled
+#     coordinates (sizes and scale stated, if_changed, clipboard with
+#     Chromium); the presets xga, wxga, auto and a WxH give screenshots of
+#     their size, --no-pointer leaves the pointer out, and --no-clipboard
+#     turns the clipboard tools into errors.
 #  2. in a sandbox booted from $CLOCHE_TEMPLATE under runsc: from the router
 #     netns, the client suite against http://10.0.2.15:8100/mcp (tools,
 #     screenshot of the start page, click + type + clear, cursor, zoom, bad
-#     input), and init brings mcp-desktop back after it is killed.
+#     input), the clipboard both ways with the template's xclip, and init
+#     brings mcp-desktop back after it is killed.
 #
 # Prints `ok - ...` / `not ok - ...` lines; exits non-zero on any failure.
 # BUILD=build (default) selects the build directory for the host part; with
@@ -26,6 +32,7 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/mcp-desktop
 CLIENT=tests/e2e/mcp-desktop-test.mjs
+CALL=tests/e2e/mcp-call.mjs
 template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
 id="t-mcpd-$$"
 WORK=$(mktemp -d /tmp/test-mcp-desktop.XXXXXX)
@@ -76,7 +83,7 @@ listening() { ! port_free "$1"; }
 # ------------------------------------------------------------------ host
 host_part() {
 	local disp="" n port port2 wid text
-	for tool in Xvfb chromium xdotool node; do
+	for tool in Xvfb chromium xdotool xclip node; do
 		command -v "$tool" >/dev/null || { not_ok "host: $tool is installed"; return; }
 	done
 	[[ -x $BIN ]] || { not_ok "host: $BIN is built"; return; }
@@ -84,6 +91,8 @@ host_part() {
 	check "a bad flag exits 2" test $? = 2
 	"$BIN" --screen-size 12x >/dev/null 2>&1
 	check "a malformed --screen-size exits 2" test $? = 2
+	"$BIN" --screen-size svga >/dev/null 2>&1
+	check "an unknown --screen-size preset exits 2" test $? = 2
 	for n in $(seq 140 239); do
 		if [[ ! -e /tmp/.X11-unix/X$n && ! -e /tmp/.X$n-lock ]]; then disp=:$n; break; fi
 	done
@@ -146,6 +155,54 @@ host_part() {
 		wait "$holder"
 	fi
 
+	# Clipboard: what clipboard_set set, xclip reads on the display; what
+	# xclip set, clipboard_get returns; ctrl+v pastes clipboard_set's text
+	# into the page exactly.
+	local clip got url=http://127.0.0.1:$port/mcp
+	clip="clip $$ héllo € 日本語 ✓"
+	node "$CALL" --url "$url" --tool clipboard_set --args "$(jq -nc --arg t "$clip" '{text: $t}')" >/dev/null
+	got=$(DISPLAY=$disp timeout 5 xclip -o -selection clipboard 2>&1)
+	check "xclip -o -selection clipboard reads what clipboard_set set (got '$got')" test "$got" = "$clip"
+	clip="from xclip $$ ünïcödé Ωμέγα"
+	printf '%s' "$clip" | DISPLAY=$disp xclip -selection clipboard 2>/dev/null
+	got=$(node "$CALL" --url "$url" --tool clipboard_get)
+	check "clipboard_get returns what xclip set (got '$got')" test "$got" = "$clip"
+	head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | DISPLAY=$disp xclip -selection clipboard 2>/dev/null
+	got=$(node "$CALL" --url "$url" --tool clipboard_get)
+	check "clipboard_get refuses a text over 1 MiB with an error ($?: ${got:0:90})" \
+		grep -q 'limit of 1048576 bytes' <<<"$got"
+	text="pasted $$: ąęł 日本語 Ωμέγα ✓"
+	node "$CLIENT" --url "$url" --paste "$text" | grep -v '^ok'
+	if wait_for 10 typed; then
+		ok "clipboard_set then ctrl+v pastes the text into Chromium exactly"
+	else
+		not_ok "clipboard_set then ctrl+v pastes the text into Chromium exactly (got '$(title)')"
+	fi
+
+	# Presets: screenshots of the preset's size, coordinates in it; auto
+	# keeps 1280x800 (WXGA has the display's aspect but is not smaller).
+	# --no-clipboard: the clipboard tools answer an error saying so.
+	local spec p3 pid3 name pw ph
+	for spec in "xga 1024 768" "WXGA 1280 800" "auto 1280 800" "640x400 640 400"; do
+		read -r name pw ph <<<"$spec"
+		p3=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
+		"$BIN" --display "$disp" --listen 127.0.0.1 --port "$p3" --screen-size "$name" \
+			--no-clipboard --no-pointer 2>"$WORK/mcp-$name.log" &
+		pid3=$!
+		if wait_for 15 listening "$p3"; then
+			node "$CLIENT" --url "http://127.0.0.1:$p3/mcp" --sizes --width "$pw" --height "$ph" \
+				--real-width 1280 --real-height 800 --pointer off |
+				sed "s/^\(not \)\{0,1\}ok - /&--screen-size $name: /"
+			got=$(node "$CALL" --url "http://127.0.0.1:$p3/mcp" --tool clipboard_get)
+			check "--no-clipboard: clipboard_get is a tool error ($?: $got)" grep -q 'disabled.*--no-clipboard' <<<"$got"
+		else
+			not_ok "mcp-desktop --screen-size $name serves"
+		fi
+		kill -TERM "$pid3"
+		wait "$pid3"
+		check "--screen-size $name: exits 0 on SIGTERM" test $? = 0
+	done
+
 	# Scaled: screenshots 1024x640, coordinates mapped back to 1280x800.
 	# The client suite needs the start page, so show it in a new window.
 	DISPLAY=$disp setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run \
@@ -199,6 +256,17 @@ sandbox_part() {
 	check "health reports mcp-desktop ready" test "$(jq -r '.services["mcp-desktop"].state' <<<"$health")" = ready
 	sb_in_router "$id" node "$CLIENT" --url "http://10.0.2.15:8100/mcp"
 	[[ $? == 0 ]] || echo "# the client suite reported failures"
+
+	# The clipboard both ways with the template's xclip, on display :0.
+	local clip got
+	clip="sandbox clip $$ é€ 日本"
+	sb_in_router "$id" node "$CALL" --url "http://10.0.2.15:8100/mcp" --tool clipboard_set \
+		--args "$(jq -nc --arg t "$clip" '{text: $t}')" >/dev/null
+	got=$(sb_exec "$id" /usr/bin/env DISPLAY=:0 /usr/bin/timeout 5 /usr/bin/xclip -o -selection clipboard 2>&1)
+	check "sandbox: xclip -o reads what clipboard_set set (got '$got')" test "$got" = "$clip"
+	sb_exec "$id" /bin/sh -c "printf '%s' 'from xclip inside ø' | DISPLAY=:0 xclip -selection clipboard" >/dev/null 2>&1
+	got=$(sb_in_router "$id" node "$CALL" --url "http://10.0.2.15:8100/mcp" --tool clipboard_get)
+	check "sandbox: clipboard_get returns what xclip set (got '$got')" test "$got" = 'from xclip inside ø'
 
 	# Killed, it is restarted by cloche-init and serves again.
 	pid=$(jq -r '.services["mcp-desktop"].pid' <<<"$health")
