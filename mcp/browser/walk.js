@@ -431,6 +431,13 @@
 			let role = roleOf(c, tag);
 			if (role === 'hidden')
 				return;
+			// a label's text is its control's name: only the control shows
+			if (tag === 'label' && c.control && !c.hasAttribute('tabindex') &&
+			    !c.control.hasAttribute('aria-label') && !c.control.hasAttribute('aria-labelledby')) {
+				if (c.contains(c.control))
+					visitOne(c.control, parent, shown);
+				return;
+			}
 			if (tag === 'svg' || tag === 'math') {
 				const name = shown ? nameOf(c, tag, role) : '';
 				if (name) {
