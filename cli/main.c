@@ -47,6 +47,9 @@ static const char usage[] =
 	"  mcp-config ID                          the mcpServers block for an MCP client\n"
 	"  nodes | templates\n"
 	"  keys create NAME [--role user|admin] | keys list | keys revoke ID\n"
+	"  share ID [--mode view|control] [--ttl S] [--label L]\n"
+	"                                         a link to its desktop (view-only by default)\n"
+	"  shares ID | unshare ID SHARE           its share links; revoke one\n"
 	"\n"
 	"The portal and key come from --url/--api-key, else CLOCHE_URL/CLOCHE_API_KEY,\n"
 	"else ~/.config/cloche/config, else /var/lib/cloche/aio.env (written by make run).\n"
@@ -739,6 +742,85 @@ static int cmd_keys(struct args *a)
 	return rc;
 }
 
+/* share ID [--mode M] [--ttl S] [--label L] | shares ID | unshare ID SHARE */
+static int cmd_share(struct args *a, const char *cmd)
+{
+	json_t *body = json_object(), *out = NULL, *sh, *rows = NULL;
+	const char *id = NULL, *v;
+	char path[300];
+	bool bad = false;
+	long n;
+	size_t i;
+	int rc = 0;
+
+	for (a->i = 0; a->i < a->n && !rc; a->i++) {
+		if (strcmp(cmd, "share") == 0 && (v = opt_val(a, "--mode", &bad)))
+			json_object_set_new(body, "mode", json_string(v));
+		else if (strcmp(cmd, "share") == 0 && (v = opt_val(a, "--label", &bad)))
+			json_object_set_new(body, "label", json_string(v));
+		else if (strcmp(cmd, "share") == 0 && (v = opt_val(a, "--ttl", &bad)))
+			rc = whole(v, 1, 1L << 30, &n) ? json_object_set_new(body, "ttl", json_integer(n))
+						       : bad_number("--ttl", v);
+		else if (!bad && a->v[a->i][0] == '-')
+			rc = fail(2, "%s: unknown option `%s`", cmd, a->v[a->i]);
+		else if (!bad && !id)
+			id = a->v[a->i];
+		else if (!bad && strcmp(cmd, "unshare") == 0 && a->i == 1)
+			snprintf(path, sizeof(path), "/sbv1/sandboxes/%.100s/shares/%.100s", id, a->v[a->i]);
+		else if (!bad)
+			rc = fail(2, "%s: one sandbox at a time", cmd);
+		if (bad)
+			rc = 2;
+	}
+	if (!rc && (!id || (strcmp(cmd, "unshare") == 0 && a->n != 2)))
+		rc = fail(2, "usage: cloche %s", strcmp(cmd, "share") == 0 ? "share ID [--mode view|control] [--ttl S] [--label L]"
+						 : strcmp(cmd, "shares") == 0 ? "shares ID" : "unshare ID SHARE");
+	if (rc)
+		goto out;
+	if (strcmp(cmd, "share") == 0) {
+		snprintf(path, sizeof(path), "/sbv1/sandboxes/%.200s/shares", id);
+		if ((rc = call("POST", path, body, &out, NULL, 0, NULL)) == 0) {
+			if (as_json)
+				print_json(out);
+			else
+				printf("%s\n", str(out, "url"));
+			if (!as_json)
+				fprintf(stderr, "cloche: share %s (%s) until %s; `cloche unshare %s %s` ends it\n",
+					str(out, "id"), str(out, "mode"), str(out, "expires_at"), id, str(out, "id"));
+		}
+		goto out;
+	}
+	if (strcmp(cmd, "unshare") == 0) {
+		if ((rc = call("DELETE", path, NULL, &out, NULL, 0, NULL)) == 0) {
+			if (as_json)
+				print_json(out);
+			else
+				printf("%s %s\n", str(out, "id"), str(out, "state"));
+		}
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/sbv1/sandboxes/%.200s/shares", id);
+	if ((rc = fetch_for_table(path, &out)) != 1)
+		goto out;
+	rc = 0;
+	rows = json_array();
+	json_array_foreach(json_object_get(out, "shares"), i, sh)
+		json_array_append_new(rows, json_pack("[s, s, s, s, s]", str(sh, "id"), str(sh, "mode"),
+						      str(sh, "state"), str(sh, "expires_at"), str(sh, "label")));
+	{
+		static const char *const h[] = {"ID", "MODE", "STATE", "EXPIRES", "LABEL"};
+		struct buf b = BUF_INIT(16u << 20);
+
+		cli_table(&b, h, 5, rows);
+		print_buf(&b);
+	}
+out:
+	json_decref(rows);
+	json_decref(body);
+	json_decref(out);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	char *rest[256];
@@ -818,6 +900,8 @@ int main(int argc, char **argv)
 		rc = cmd_templates();
 	else if (strcmp(cmd, "keys") == 0)
 		rc = cmd_keys(&a);
+	else if (strcmp(cmd, "share") == 0 || strcmp(cmd, "shares") == 0 || strcmp(cmd, "unshare") == 0)
+		rc = cmd_share(&a, cmd);
 	else
 		rc = fail(2, "unknown command `%s` (cloche --help)", cmd);
 	explicit_bzero(cfg.key, sizeof(cfg.key));

@@ -39,21 +39,28 @@ static void b64url(const unsigned char *in, size_t n, char *out)
 	out[o] = '\0';
 }
 
-/* base64url of the MAC over "st1.<id>" into mac (44 bytes). */
-static int mac_of(const void *key, size_t key_len, const char *id, char *mac)
+/* base64url of HMAC-SHA256(key, msg) into mac (44 bytes). */
+static int mac_msg(const void *key, size_t key_len, const char *msg, char *mac)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
+
+	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg, strlen(msg), md,
+		  &mdlen) || mdlen != 32)
+		return -1;
+	b64url(md, mdlen, mac);
+	return 0;
+}
+
+/* base64url of the MAC over "st1.<id>" into mac (44 bytes). */
+static int mac_of(const void *key, size_t key_len, const char *id, char *mac)
+{
 	char msg[64];
 	int n = snprintf(msg, sizeof(msg), PREFIX "%s", id);
 
 	if (n < 0 || (size_t)n >= sizeof(msg))
 		return -1;
-	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg, (size_t)n, md,
-		  &mdlen) || mdlen != 32)
-		return -1;
-	b64url(md, mdlen, mac);
-	return 0;
+	return mac_msg(key, key_len, msg, mac);
 }
 
 int sbtoken_make(const void *key, size_t key_len, const char *id, char *out, size_t len,
@@ -126,4 +133,84 @@ int sbtoken_key_load(const char *path, bool create, unsigned char *key, size_t c
 	if ((size_t)n < SBTOKEN_KEY_MIN)
 		return err_set(e, 0, "token key `%s` is shorter than %d bytes", path, SBTOKEN_KEY_MIN);
 	return (int)n;
+}
+
+/* --- share tokens ------------------------------------------------------------ */
+
+#define SH_PREFIX "sh1."
+
+/* A plain part of a share token: letters, digits, '-' and '_'. */
+static bool sh_part(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
+			return false;
+	return n > 0;
+}
+
+int shtoken_make(const void *key, size_t key_len, const struct shtoken *t, char *out, size_t len,
+		 struct err *e)
+{
+	char body[SHTOKEN_MAX], mac[48];
+	int n;
+
+	if (!sh_part(t->id, strlen(t->id)) || strlen(t->id) > 40 || !sh_part(t->share, strlen(t->share)) ||
+	    strlen(t->share) > 32 || (t->mode != 'v' && t->mode != 'c') || t->expires < 0)
+		return err_set(e, 0, "share of `%s` cannot be in a token", t->id);
+	n = snprintf(body, sizeof(body), SH_PREFIX "%s.%s.%c.%lld", t->id, t->share, t->mode, t->expires);
+	if (n < 0 || (size_t)n >= sizeof(body) || mac_msg(key, key_len, body, mac) == -1)
+		return err_set(e, 0, "share token of `%s`", t->id);
+	n = snprintf(out, len, "%s.%s", body, mac);
+	if (n < 0 || (size_t)n >= len)
+		return err_set(e, ERANGE, "share token of `%s`", t->id);
+	return 0;
+}
+
+bool shtoken_verify(const void *key, size_t key_len, const char *tok, struct shtoken *t)
+{
+	const char *part[5], *end = strrchr(tok, '.');
+	char body[SHTOKEN_MAX], want[48], exp[24];
+	size_t blen, n;
+
+	if (strncmp(tok, SH_PREFIX, strlen(SH_PREFIX)) != 0 || !end)
+		return false;
+	blen = (size_t)(end - tok);
+	if (blen >= sizeof(body))
+		return false;
+	memcpy(body, tok, blen);
+	body[blen] = '\0';
+	if (mac_msg(key, key_len, body, want) == -1)
+		return false;
+	n = strlen(want);
+	if (strlen(end + 1) != n || CRYPTO_memcmp(want, end + 1, n) != 0)
+		return false;
+	/* sh1 . id . share . mode . expires */
+	part[0] = body;
+	for (int i = 1; i < 5; i++) {
+		char *dot = strchr(part[i - 1], '.');
+		if (!dot)
+			return false;
+		*dot = '\0';
+		part[i] = dot + 1;
+	}
+	if (strchr(part[4], '.') || strlen(part[1]) >= sizeof(t->id) || strlen(part[2]) >= sizeof(t->share) ||
+	    strlen(part[3]) != 1 || strlen(part[4]) >= sizeof(exp) || !part[4][0] ||
+	    strspn(part[4], "0123456789") != strlen(part[4]))
+		return false;
+	snprintf(t->id, sizeof(t->id), "%s", part[1]);
+	snprintf(t->share, sizeof(t->share), "%s", part[2]);
+	t->mode = part[3][0];
+	t->expires = strtoll(part[4], NULL, 10);
+	return t->mode == 'v' || t->mode == 'c';
+}
+
+int sbtoken_view_secret(const char *secret, char *out, size_t len)
+{
+	char mac[48];
+
+	if (len < 33 || mac_msg(secret, strlen(secret), "cloche-vnc view-only", mac) == -1)
+		return -1;
+	snprintf(out, len, "%.32s", mac);
+	return 0;
 }

@@ -31,4 +31,31 @@ bool sbtoken_verify(const void *key, size_t key_len, const char *tok, char *id, 
 int sbtoken_key_load(const char *path, bool create, unsigned char *key, size_t cap,
 		     struct err *e);
 
+/* Share tokens: a link to one sandbox's desktop for whoever holds it,
+ * view-only or with control, until it expires (or the portal revokes the
+ * share, which the proxy learns with the sandbox's route):
+ *
+ *	sh1.<sandbox id>.<share id>.<v|c>.<expires, unix s>.<base64url HMAC-SHA256(key, all before)> */
+#define SHTOKEN_MAX 200
+
+struct shtoken {
+	char id[48];
+	char share[40];
+	char mode; /* 'v': view only; 'c': control */
+	long long expires;
+};
+
+/* Writes t's token into out (SHTOKEN_MAX bytes).  0, or -1 with e set. */
+int shtoken_make(const void *key, size_t key_len, const struct shtoken *t, char *out, size_t len,
+		 struct err *e);
+/* True when tok is a well-formed share token made with key, read into t
+ * (its expiry is not checked here). */
+bool shtoken_verify(const void *key, size_t key_len, const char *tok, struct shtoken *t);
+
+/* The view-only secret of a sandbox's VNC secret: what a viewer who may
+ * only watch is given instead of the secret (cloche-vnc derives the same
+ * and makes such a viewer view-only).  32 characters of base64url into out
+ * (len >= 33).  0 or -1. */
+int sbtoken_view_secret(const char *secret, char *out, size_t len);
+
 #endif

@@ -6,6 +6,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/util.h"
 #include "portal/pt_core.h"
 #include "portal/pt_hib.h"
 #include "portal/pt_thumb.h"
@@ -440,6 +441,139 @@ static bool wait_body(struct pt_portal *p, const struct hsrv_req *req, struct hs
 	return ok;
 }
 
+#define SHARE_TTL_DEFAULT_S 3600
+#define SHARE_TTL_MAX_S (7 * 24 * 3600)
+#define SHARE_LABEL_MAX 100
+#define SHARES_MAX 100 /* active shares of one sandbox */
+
+/* POST /sbv1/sandboxes/{id}/shares {mode?, ttl?, label?}: a link to the
+ * sandbox's desktop, view-only unless control is asked for. */
+static void share_create(struct pt_portal *p, const struct pt_caller *who, const struct pt_sb *sb,
+			 const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	static const char *const keys[] = {"mode", "ttl", "label", NULL};
+	json_t *body = body_object(req, resp), *mode, *label, *all = NULL;
+	struct pt_share sh = {.created_at = pt_now_ms()};
+	long long ttl = SHARE_TTL_DEFAULT_S, active = 0;
+	struct err e = ERR_INIT;
+	size_t i;
+	json_t *x;
+
+	if (!body || !only_fields(body, keys, "", resp) ||
+	    !int_field(body, "ttl", "ttl", 10, SHARE_TTL_MAX_S, &ttl, resp))
+		goto out;
+	mode = json_object_get(body, "mode");
+	label = json_object_get(body, "label");
+	if (mode && !json_is_null(mode) &&
+	    (!json_is_string(mode) || (strcmp(json_string_value(mode), "view") != 0 &&
+				       strcmp(json_string_value(mode), "control") != 0))) {
+		bad_field(resp, "mode", "`mode` must be \"view\" or \"control\"");
+		goto out;
+	}
+	if (label && !json_is_null(label) &&
+	    (!json_is_string(label) || strlen(json_string_value(label)) > SHARE_LABEL_MAX)) {
+		bad_field(resp, "label", "`label` must be a string of at most %d bytes", SHARE_LABEL_MAX);
+		goto out;
+	}
+	if (pt_state_final(sb->state) || sb->state == PT_RELEASING) {
+		fail(resp, 409, "the sandbox is released: there is no desktop to share");
+		goto out;
+	}
+	if (!(all = pt_store_share_list(p->st, sb->id, NULL, sh.created_at, &e))) {
+		pt_resp_err(resp, &e);
+		goto out;
+	}
+	json_array_foreach(all, i, x)
+		active += strcmp(json_string_value(json_object_get(x, "state")), "active") == 0;
+	if (active >= SHARES_MAX) {
+		fail(resp, 409, "the sandbox has as many active shares as it may have: revoke one first");
+		goto out;
+	}
+	char rnd[16];
+	if (util_random_token(rnd, sizeof(rnd), 9) == -1) {
+		fail(resp, 500, "no randomness for a share id");
+		goto out;
+	}
+	snprintf(sh.id, sizeof(sh.id), "sh_%s", rnd);
+	snprintf(sh.sandbox, sizeof(sh.sandbox), "%s", sb->id);
+	snprintf(sh.mode, sizeof(sh.mode), "%s", mode && json_is_string(mode) ? json_string_value(mode) : "view");
+	snprintf(sh.label, sizeof(sh.label), "%s", label && json_is_string(label) ? json_string_value(label) : "");
+	snprintf(sh.created_by, sizeof(sh.created_by), "%s", who->key_id);
+	sh.expires_at = sh.created_at + ttl * 1000;
+	if (pt_store_share_insert(p->st, &sh, pt_state_name(sb->state), &e) == -1) {
+		pt_resp_err(resp, &e);
+		goto out;
+	}
+	log_info("share made", "{s:s, s:s, s:s, s:I}", "sandbox", sb->id, "share", sh.id, "mode", sh.mode,
+		 "ttl_s", (json_int_t)ttl);
+	hsrv_resp_json(resp, 201, pt_view_share(p, &sh, sh.created_at));
+out:
+	json_decref(all);
+	json_decref(body);
+}
+
+/* /sbv1/sandboxes/{id}/shares[/{share}]: list, make, show, revoke. */
+static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const struct pt_sb *sb,
+		      const char *share, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	bool get = strcmp(req->method, "GET") == 0;
+	long long now = pt_now_ms();
+	struct err e = ERR_INIT;
+	json_t *rows, *out;
+	size_t i;
+	json_t *x;
+
+	if (!share && strcmp(req->method, "POST") == 0) {
+		share_create(p, who, sb, req, resp);
+		return;
+	}
+	if (share && strcmp(req->method, "DELETE") == 0) {
+		if (pt_store_share_revoke(p->st, sb->id, share, now, pt_state_name(sb->state), &e) == -1) {
+			pt_resp_err(resp, &e);
+			return;
+		}
+		log_info("share revoked", "{s:s, s:s}", "sandbox", sb->id, "share", share);
+		get = true;
+	} else if (!get) {
+		fail(resp, 405, share ? "GET or DELETE here" : "GET or POST here");
+		return;
+	}
+	if (!(rows = pt_store_share_list(p->st, sb->id, share, now, &e))) {
+		pt_resp_err(resp, &e);
+		return;
+	}
+	if (share && json_array_size(rows) == 0) {
+		json_decref(rows);
+		fail(resp, 404, "no such share");
+		return;
+	}
+	/* the links of active shares go with them (a token is made again
+	 * from the row: it is an HMAC, nothing is stored) */
+	out = json_array();
+	json_array_foreach(rows, i, x) {
+		struct pt_share sh = {.created_at = 0};
+		const char *ex = json_string_value(json_object_get(x, "state"));
+
+		if (ex && strcmp(ex, "active") == 0) {
+			snprintf(sh.id, sizeof(sh.id), "%s", json_string_value(json_object_get(x, "id")));
+			snprintf(sh.sandbox, sizeof(sh.sandbox), "%s", sb->id);
+			snprintf(sh.mode, sizeof(sh.mode), "%s", json_string_value(json_object_get(x, "mode")));
+			json_t *full = pt_view_share(p, &sh, now);
+			json_object_update_existing(full, x);
+			json_object_set(x, "url", json_object_get(full, "url"));
+			json_object_set(x, "token", json_object_get(full, "token"));
+			json_decref(full);
+		}
+		json_array_append(out, x);
+	}
+	json_decref(rows);
+	if (share)
+		hsrv_resp_json(resp, 200, json_incref(json_array_get(out, 0)));
+	else
+		hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "id", sb->id, "shares", json_incref(out)));
+	json_decref(out);
+}
+
 /* /sbv1/sandboxes/{id}[/{action}] */
 static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
@@ -462,10 +596,21 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 	id[idlen] = '\0';
 	if (slash)
 		snprintf(action, sizeof(action), "%s", slash + 1);
+	if (strcmp(action, "shares") == 0 || strncmp(action, "shares/", 7) == 0) {
+		const char *share = action[6] ? action + 7 : NULL;
+
+		if (share && (!*share || strchr(share, '/'))) {
+			fail(resp, 404, "no such share");
+		} else if (load_visible(p, &who, id, &sb, resp)) {
+			sb_shares(p, &who, &sb, share, req, resp);
+			pt_sb_clear(&sb);
+		}
+		return;
+	}
 	if (!action[0] || strcmp(action, "events") == 0 || strcmp(action, "thumbnail") == 0 ? !get
 											    : !post) {
 		static const char *const acts[] = {"", "events", "thumbnail", "release", "keepalive",
-						   "hibernate", "wake", "fork", NULL};
+						   "hibernate", "wake", "fork", "shares", NULL};
 		bool known = false;
 
 		for (const char *const *a = acts; *a; a++)
@@ -700,11 +845,19 @@ static void h_route(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 		return;
 	}
 	n = sb.node[0] ? pt_nodes_find(p, sb.node) : NULL;
+	/* share links the proxies must refuse from now on (a revocation is an
+	 * event of the sandbox, so the change feed brings them here) */
+	json_t *revoked = pt_store_share_revoked(p->st, sb.id, pt_now_ms(), &e);
+	if (!revoked) {
+		pt_resp_err(resp, &e);
+		pt_sb_clear(&sb);
+		return;
+	}
 	hsrv_resp_json(resp, 200,
-		       json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "id", sb.id, "state",
+		       json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:o}", "id", sb.id, "state",
 				 pt_state_name(sb.state), "node", sb.node[0] ? sb.node : NULL,
 				 "node_sandbox_id", sb.node_sid[0] ? sb.node_sid : NULL, "proxy",
-				 n && n->proxy[0] ? n->proxy : NULL));
+				 n && n->proxy[0] ? n->proxy : NULL, "revoked_shares", revoked));
 	pt_sb_clear(&sb);
 }
 

@@ -163,6 +163,10 @@ bool pt_core_template_known(struct pt_portal *p, const char *template);
 /* --- pt_view.c: JSON of rows for the API --- */
 json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_token);
 json_t *pt_view_node(const struct pt_node *n);
+/* A share as the API shows it: with its link (and the token in it) while
+ * it is active. */
+json_t *pt_view_share(const struct pt_portal *p, const struct pt_share *sh, long long now);
+/* The shares of a sandbox, /sbv1/sandboxes/{id}/shares[/{share}] (pt_api.c). */
 json_t *pt_view_templates(const struct pt_portal *p);
 void pt_resp_err(struct hsrv_resp *resp, const struct err *e);
 const char *pt_err_code(int status);

@@ -50,6 +50,11 @@ static const char *const migrations[] = {
 	"ALTER TABLE sandboxes ADD COLUMN checkpoint TEXT;"
 	"ALTER TABLE sandboxes ADD COLUMN forked_from TEXT;"
 	"CREATE INDEX sandboxes_forked ON sandboxes (forked_from);",
+	/* 3 -> 4: share links to a sandbox's desktop */
+	"CREATE TABLE shares (id TEXT PRIMARY KEY, sandbox TEXT NOT NULL, mode TEXT NOT NULL,"
+	" label TEXT NOT NULL, created_by TEXT NOT NULL, created_at BIGINT NOT NULL,"
+	" expires_at BIGINT NOT NULL, revoked_at BIGINT);"
+	"CREATE INDEX shares_sandbox ON shares (sandbox, created_at);",
 };
 
 long long pt_now_ms(void)
@@ -846,4 +851,140 @@ int pt_store_activity(struct pt_store *st, const char *const *ids, const long lo
 		}
 	}
 	return commit_or_rollback(st, rc, e);
+}
+
+/* --- shares ------------------------------------------------------------------------ */
+
+json_t *pt_share_json(const struct pt_share *sh, long long now)
+{
+	char created[40], expires[40], revoked[40];
+
+	pt_time_str(sh->created_at, created, sizeof(created));
+	pt_time_str(sh->expires_at, expires, sizeof(expires));
+	if (sh->revoked_at)
+		pt_time_str(sh->revoked_at, revoked, sizeof(revoked));
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s}", "id", sh->id, "sandbox",
+			 sh->sandbox, "mode", sh->mode, "label", sh->label, "created_by", sh->created_by,
+			 "created_at", created, "expires_at", expires, "revoked_at",
+			 sh->revoked_at ? revoked : NULL, "state",
+			 sh->revoked_at ? "revoked" : sh->expires_at <= now ? "expired" : "active");
+}
+
+int pt_store_share_insert(struct pt_store *st, const struct pt_share *sh, const char *state,
+			  struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *s = NULL;
+	char reason[200], until[40];
+	int rc = -1;
+
+	if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
+		return -1;
+	s = prep(st->wr,
+		 "INSERT INTO shares (id, sandbox, mode, label, created_by, created_at, expires_at)"
+		 " VALUES (?, ?, ?, ?, ?, ?, ?)",
+		 e);
+	if (s) {
+		bind_text(s, 1, sh->id);
+		bind_text(s, 2, sh->sandbox);
+		bind_text(s, 3, sh->mode);
+		bind_text(s, 4, sh->label);
+		bind_text(s, 5, sh->created_by);
+		sqlite3_bind_int64(s, 6, sh->created_at);
+		sqlite3_bind_int64(s, 7, sh->expires_at);
+		pt_time_str(sh->expires_at, until, sizeof(until));
+		snprintf(reason, sizeof(reason), "share %s made (%s, until %s)", sh->id, sh->mode, until);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			db_err(e, st->wr, "record share");
+		else
+			rc = add_event(st, sh->sandbox, sh->created_at, state, state, reason, e);
+	}
+	return commit_or_rollback(st, rc, e);
+}
+
+int pt_store_share_revoke(struct pt_store *st, const char *sandbox, const char *id, long long at,
+			  const char *state, struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *s = NULL;
+	char reason[80];
+	int rc = -1;
+
+	if (exec(st->wr, "BEGIN IMMEDIATE", e) == -1)
+		return -1;
+	s = prep(st->wr,
+		 "UPDATE shares SET revoked_at = ? WHERE id = ? AND sandbox = ? AND revoked_at IS NULL", e);
+	if (s) {
+		sqlite3_bind_int64(s, 1, at);
+		bind_text(s, 2, id);
+		bind_text(s, 3, sandbox);
+		snprintf(reason, sizeof(reason), "share %s revoked", id);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			db_err(e, st->wr, "revoke share");
+		else if (sqlite3_changes(st->wr) != 1)
+			err_http(e, 404, "sandbox %s has no share `%s` that is not revoked already", sandbox, id);
+		else
+			rc = add_event(st, sandbox, at, state, state, reason, e);
+	}
+	return commit_or_rollback(st, rc, e);
+}
+
+json_t *pt_store_share_list(struct pt_store *st, const char *sandbox, const char *id,
+			    long long now, struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *s = prep(st->rd,
+					"SELECT id, mode, label, created_by, created_at, expires_at, revoked_at"
+					" FROM shares WHERE sandbox = ?1 AND (?2 IS NULL OR id = ?2)"
+					" ORDER BY created_at, id",
+					e);
+	json_t *arr;
+	int rc;
+
+	if (!s)
+		return NULL;
+	bind_text(s, 1, sandbox);
+	bind_text(s, 2, id);
+	arr = json_array();
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct pt_share sh = {.revoked_at = 0};
+
+		col_copy(s, 0, sh.id, sizeof(sh.id));
+		snprintf(sh.sandbox, sizeof(sh.sandbox), "%s", sandbox);
+		col_copy(s, 1, sh.mode, sizeof(sh.mode));
+		col_copy(s, 2, sh.label, sizeof(sh.label));
+		col_copy(s, 3, sh.created_by, sizeof(sh.created_by));
+		sh.created_at = sqlite3_column_int64(s, 4);
+		sh.expires_at = sqlite3_column_int64(s, 5);
+		if (sqlite3_column_type(s, 6) != SQLITE_NULL)
+			sh.revoked_at = sqlite3_column_int64(s, 6);
+		json_array_append_new(arr, pt_share_json(&sh, now));
+	}
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		db_err(e, st->rd, "read shares");
+		return NULL;
+	}
+	return arr;
+}
+
+json_t *pt_store_share_revoked(struct pt_store *st, const char *sandbox, long long now, struct err *e)
+{
+	AUTOSTMT sqlite3_stmt *s = prep(st->rd,
+					"SELECT id FROM shares WHERE sandbox = ? AND revoked_at IS NOT NULL"
+					" AND expires_at > ? ORDER BY id LIMIT 1000",
+					e);
+	json_t *arr;
+	int rc;
+
+	if (!s)
+		return NULL;
+	bind_text(s, 1, sandbox);
+	sqlite3_bind_int64(s, 2, now);
+	arr = json_array();
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		json_array_append_new(arr, json_string((const char *)sqlite3_column_text(s, 0)));
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		db_err(e, st->rd, "read revoked shares");
+		return NULL;
+	}
+	return arr;
 }

@@ -108,6 +108,34 @@ int pt_store_sb_by_node_sid(struct pt_store *st, const char *node, const char *s
 			    struct pt_sb *out, struct err *e);
 /* A row's events, oldest first: [{"at","from","to","reason"}].  New reference or NULL. */
 json_t *pt_store_sb_events(struct pt_store *st, const char *id, struct err *e);
+
+/* A share: a link to a sandbox's desktop (pt_view.c makes its token). */
+struct pt_share {
+	char id[24];
+	char sandbox[32];
+	char mode[8];		/* "view" or "control" */
+	char label[128];
+	char created_by[32];	/* API key id */
+	long long created_at, expires_at, revoked_at; /* ms; revoked_at 0: not revoked */
+};
+
+/* Records a new share, with an event on its sandbox (in state). */
+int pt_store_share_insert(struct pt_store *st, const struct pt_share *sh, const char *state,
+			  struct err *e);
+/* Revokes share id of sandbox at `at`, with an event (the route change
+ * feed carries it to the proxies).  404 when there is no such share not
+ * revoked yet. */
+int pt_store_share_revoke(struct pt_store *st, const char *sandbox, const char *id, long long at,
+			  const char *state, struct err *e);
+/* The shares of sandbox (id NULL: all; else that one), oldest first, as
+ * pt_share_json() writes them; NULL with e set. */
+json_t *pt_store_share_list(struct pt_store *st, const char *sandbox, const char *id,
+			    long long now, struct err *e);
+/* The ids of sandbox's revoked shares that have not expired yet. */
+json_t *pt_store_share_revoked(struct pt_store *st, const char *sandbox, long long now, struct err *e);
+/* A share as the API shows it, without its link; its state (active,
+ * expired, revoked) as of now (ms). */
+json_t *pt_share_json(const struct pt_share *sh, long long now);
 /* Counts by (state, node): calls fn(state, node or "", count). */
 int pt_store_sb_counts(struct pt_store *st,
 		       void (*fn)(const char *state, const char *node, long long n, void *ud),

@@ -82,6 +82,26 @@ static json_t *parse_or(const char *text, json_t *def)
 	return v;
 }
 
+json_t *pt_view_share(const struct pt_portal *p, const struct pt_share *sh, long long now)
+{
+	json_t *v = pt_share_json(sh, now);
+	struct shtoken t = {.mode = strcmp(sh->mode, "control") == 0 ? 'c' : 'v',
+			    .expires = sh->expires_at / 1000};
+	char tok[SHTOKEN_MAX], q[SHTOKEN_MAX + 16];
+	struct err e = ERR_INIT;
+
+	if (sh->revoked_at || sh->expires_at <= now)
+		return v;
+	snprintf(t.id, sizeof(t.id), "%s", sh->sandbox);
+	snprintf(t.share, sizeof(t.share), "%s", sh->id);
+	if (shtoken_make(p->cfg.token_key, p->cfg.token_key_len, &t, tok, sizeof(tok), &e) == -1)
+		return v;
+	snprintf(q, sizeof(q), "/?token=%s", tok);
+	json_object_set_new(v, "url", proxy_url(p, "6080", sh->sandbox, q));
+	json_object_set_new(v, "token", json_string(tok));
+	return v;
+}
+
 json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_token)
 {
 	char tok[SBTOKEN_MAX] = "";

@@ -133,6 +133,8 @@ static void metrics(struct px_proxy *p, struct buf *out)
 	  atomic_load(&s->refused_limit));
 	C("timeouts_total", "Connections ended by a timeout.", atomic_load(&s->timeouts));
 	C("bad_requests_total", "Malformed request heads.", atomic_load(&s->bad_requests));
+	C("share_cut_total", "Connections on a share link cut when it expired or was revoked.",
+	  atomic_load(&s->share_cut));
 #undef C
 	buf_appends(&m, "# HELP cloche_proxy_responses_total Responses by status class.\n"
 			"# TYPE cloche_proxy_responses_total counter\n", &e);

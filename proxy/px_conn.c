@@ -91,7 +91,13 @@ struct px_conn {
 	struct px_up *up;
 	uint64_t deadline;
 	int status;
-	char tok[SBTOKEN_MAX]; /* the last token this connection proved */
+	char tok[SHTOKEN_MAX]; /* the last token this connection proved */
+	/* when that token is a share link's: its id ("" otherwise), mode,
+	 * expiry (unix s), and the route's revocations seen */
+	char share[40];
+	char share_mode;
+	long long share_exp;
+	unsigned share_gen;
 	struct px_conn *prev, *next;
 };
 
@@ -620,7 +626,7 @@ static enum step on_request(struct px_conn *c)
 {
 	struct px_proxy *p = c->w->p;
 	const struct px_head *h = whead(c);
-	char tok[SBTOKEN_MAX], id[40];
+	char tok[SHTOKEN_MAX], id[48];
 	enum px_token_from from;
 	uint64_t now = c->w->now;
 
@@ -668,17 +674,36 @@ static enum step on_request(struct px_conn *c)
 			      "?token= once in a browser",
 			      "WWW-Authenticate: Bearer realm=\"cloche\"\r\n");
 	if (strcmp(tok, c->tok) != 0) {
-		if (!sbtoken_verify(p->s.token_key, p->s.token_key_len, tok, id, sizeof(id)))
+		struct shtoken sh;
+		bool share = strncmp(tok, "sh1.", 4) == 0;
+
+		if (share ? !shtoken_verify(p->s.token_key, p->s.token_key_len, tok, &sh)
+			  : !sbtoken_verify(p->s.token_key, p->s.token_key_len, tok, id, sizeof(id)))
 			return answer(c, 401, "token_invalid", "the sandbox token is not valid",
 				      "WWW-Authenticate: Bearer realm=\"cloche\", error=\"invalid_token\"\r\n");
+		if (share)
+			snprintf(id, sizeof(id), "%s", sh.id);
 		if (strcmp(id, c->route.id) != 0)
 			return answer(c, 403, "token_other_sandbox",
 				      "the token is for another sandbox", NULL);
 		snprintf(c->tok, sizeof(c->tok), "%s", tok);
+		c->share[0] = '\0';
+		if (share) {
+			snprintf(c->share, sizeof(c->share), "%s", sh.share);
+			c->share_mode = sh.mode;
+			c->share_exp = sh.expires;
+		}
 	} else if (strncmp(tok + 4, c->route.id, strlen(c->route.id)) != 0 ||
 		   tok[4 + strlen(c->route.id)] != '.') {
 		return answer(c, 403, "token_other_sandbox", "the token is for another sandbox", NULL);
 	}
+	/* A share link opens the desktop, while it lasts (its revocation is
+	 * checked with the route). */
+	if (c->share[0] && c->route.port != 6080)
+		return answer(c, 403, "share_port", "a share link opens the sandbox's desktop (port 6080) only",
+			      NULL);
+	if (c->share[0] && (long long)time(NULL) >= c->share_exp)
+		return answer(c, 401, "share_expired", "this share link has expired", NULL);
 	if (from == PX_TOKEN_COOKIE && !same_origin(h))
 		return answer(c, 403, "cross_origin",
 			      "a request from another origin may not use this sandbox's cookie",
@@ -812,8 +837,17 @@ static int build_up_head(struct px_conn *c, const struct px_rt_view *v, struct e
 	c->head_ok = false;
 	if (v->kind == PX_RT_LOCAL && c->route.port == 6080 && v->vnc_secret[0]) {
 		/* noVNC: the proxy supplies the desktop's secret, so the link from
-		 * acquire opens it in one click. */
-		snprintf(q, sizeof(q), "secret=%s", v->vnc_secret);
+		 * acquire opens it in one click; a view-only share link gets the
+		 * view secret instead, with which cloche-vnc drops its input. */
+		char view[48];
+
+		if (c->share[0] && c->share_mode == 'v') {
+			if (sbtoken_view_secret(v->vnc_secret, view, sizeof(view)) == -1)
+				return err_http(e, 500, "no view secret");
+			snprintf(q, sizeof(q), "view=%s", view);
+		} else {
+			snprintf(q, sizeof(q), "secret=%s", v->vnc_secret);
+		}
 		o.add_query = q;
 	}
 	buf_reset(&c->c2u.hdr);
@@ -864,6 +898,11 @@ static enum step step_route(struct px_conn *c)
 		break;
 	}
 	set_waiting(c, false);
+	if (c->share[0]) {
+		c->share_gen = atomic_load(&c->rt->share_gen);
+		if (px_rt_share_revoked(p->routes, c->rt, c->share))
+			return answer(c, 401, "share_revoked", "this share link was revoked", NULL);
+	}
 	if (build_up_head(c, &c->view, &e) == -1)
 		return answer(c, e.http_status ? e.http_status : 500, "bad_request", e.msg, NULL);
 	if (dir_classify(&c->c2u) == -1) {
@@ -1480,6 +1519,19 @@ void px_up_event(struct px_worker *w, struct px_up *up, uint32_t ev)
 	}
 }
 
+/* A connection on a share link whose link expired or was revoked since. */
+static bool share_ended(struct px_conn *c)
+{
+	unsigned gen;
+
+	if ((long long)time(NULL) >= c->share_exp)
+		return true;
+	if (!c->rt || (gen = atomic_load(&c->rt->share_gen)) == c->share_gen)
+		return false;
+	c->share_gen = gen;
+	return px_rt_share_revoked(c->w->p->routes, c->rt, c->share);
+}
+
 void px_conn_tick(struct px_worker *w, bool poked)
 {
 	struct px_proxy *p = w->p;
@@ -1490,6 +1542,12 @@ void px_conn_tick(struct px_worker *w, bool poked)
 		next = c->next;
 		if (c->rt && atomic_load(&c->rt->drain_gen) != c->drain_gen) {
 			/* Drained: cut it, our side first, by a reset. */
+			conn_free(c);
+			continue;
+		}
+		if (c->share[0] && share_ended(c)) {
+			/* a share link that expired or was revoked: its noVNC goes */
+			atomic_fetch_add(&p->st.share_cut, 1);
 			conn_free(c);
 			continue;
 		}

@@ -42,7 +42,7 @@ struct px_settings {
 /* Counters, all lock-free. */
 struct px_stats {
 	atomic_uint_fast64_t accepted, requests, bytes_in, bytes_out, upstream_connects,
-		upstream_reused, tunnels, refused_limit, timeouts, bad_requests;
+		upstream_reused, tunnels, refused_limit, timeouts, bad_requests, share_cut;
 	atomic_uint_fast64_t status[6]; /* answers by class: 1xx..5xx, [0] unused */
 	atomic_int conns, tunnels_open;
 };

@@ -2,6 +2,7 @@
 #include "proxy/px_route.h"
 
 #include "common/http_client.h"
+#include "common/buf.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -155,6 +156,12 @@ struct px_rt *px_routes_get(struct px_routes *r, const char *id)
 	return rt;
 }
 
+static void rt_free(struct px_rt *rt)
+{
+	free(rt->revoked);
+	free(rt);
+}
+
 void px_rt_put(struct px_routes *r, struct px_rt *rt)
 {
 	bool gone;
@@ -165,7 +172,7 @@ void px_rt_put(struct px_routes *r, struct px_rt *rt)
 	gone = --rt->refs == 0 && !rt->linked;
 	pthread_mutex_unlock(&r->mu);
 	if (gone)
-		free(rt);
+		rt_free(rt);
 }
 
 void px_rt_ref(struct px_routes *r, struct px_rt *rt)
@@ -185,6 +192,18 @@ void px_rt_view(struct px_routes *r, struct px_rt *rt, struct px_rt_view *out)
 	memcpy(out->why, rt->why, sizeof(out->why));
 	memcpy(out->vnc_secret, rt->vnc_secret, sizeof(out->vnc_secret));
 	pthread_mutex_unlock(&r->mu);
+}
+
+bool px_rt_share_revoked(struct px_routes *r, struct px_rt *rt, const char *share)
+{
+	char key[48];
+	bool revoked;
+
+	snprintf(key, sizeof(key), ",%s,", share);
+	pthread_mutex_lock(&r->mu);
+	revoked = rt->revoked && strstr(rt->revoked, key);
+	pthread_mutex_unlock(&r->mu);
+	return revoked;
 }
 
 void px_rt_invalidate(struct px_routes *r, struct px_rt *rt)
@@ -273,6 +292,7 @@ struct answer {
 	char prev[16];          /* the state of the answer before this one */
 	bool held;              /* a request is held for it: wake it when asleep */
 	bool woke;
+	char *revoked;          /* ",sh_a,sh_b,": its revoked share links; NULL: none */
 };
 
 static void addr_of_url(const char *url, char *out, size_t len)
@@ -324,6 +344,23 @@ static bool asleep_state(const char *s)
 	       !strcmp(s, "offloaded");
 }
 
+/* The revoked share ids of a route answer as ",a,b," (NULL: none). */
+static char *revoked_list(const json_t *arr)
+{
+	struct buf b = BUF_INIT(1 << 16);
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+		if (json_is_string(v) && !strchr(json_string_value(v), ','))
+			buf_appendf(&b, NULL, "%s%s,", b.len ? "" : ",", json_string_value(v));
+	if (!b.len) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.data; /* taken from the buffer */
+}
+
 static void resolve(struct px_routes *r, struct answer *a, bool woke)
 {
 	char url[512];
@@ -357,6 +394,7 @@ static void resolve(struct px_routes *r, struct answer *a, bool woke)
 		cj_get_str(j, "node", "", &node, NULL);
 		cj_get_str(j, "proxy", "", &proxy, NULL);
 		cj_get_str(j, "node_sandbox_id", "", &sid, NULL);
+		a->revoked = revoked_list(json_object_get(j, "revoked_shares"));
 		if (*sid)
 			snprintf(a->sid, sizeof(a->sid), "%s", sid);
 		snprintf(a->state, sizeof(a->state), "%s", state);
@@ -485,7 +523,7 @@ static void evict(struct px_routes *r, uint64_t now)
 		if (rt->refs == 0 && !rt->queued && now - (seen ? seen : rt->checked_ms) > EVICT_MS &&
 		    rt->kind != PX_RT_TCP && rt->rep_requests == atomic_load(&rt->requests)) {
 			*pp = rt->next;
-			free(rt);
+			rt_free(rt);
 			continue;
 		}
 		pp = &rt->next;
@@ -557,6 +595,12 @@ static void *resolver(void *arg)
 						memcpy(rt->why, batch[i].why, sizeof(rt->why));
 						memcpy(rt->vnc_secret, batch[i].secret,
 						       sizeof(rt->vnc_secret));
+						if (strcmp(rt->revoked ? rt->revoked : "",
+							   batch[i].revoked ? batch[i].revoked : "") != 0)
+							atomic_fetch_add(&rt->share_gen, 1);
+						free(rt->revoked);
+						rt->revoked = batch[i].revoked;
+						batch[i].revoked = NULL;
 						rt->woke = batch[i].kind == PX_RT_WAIT && batch[i].woke;
 						rt->checked_ms = now;
 						rt->queued = false;
@@ -564,6 +608,8 @@ static void *resolver(void *arg)
 						break;
 					}
 			pthread_mutex_unlock(&r->mu);
+			for (size_t i = 0; i < n; i++)
+				free(batch[i].revoked);
 			r->wake(r->wake_ud);
 		}
 		now = util_now_ms();
@@ -607,7 +653,7 @@ void px_routes_free(struct px_routes *r)
 		struct px_rt *rt = r->head;
 
 		r->head = rt->next;
-		free(rt);
+		rt_free(rt);
 	}
 	free(r->statics);
 	pthread_mutex_destroy(&r->mu);

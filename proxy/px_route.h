@@ -41,6 +41,7 @@ struct px_rt {
 	char state[16];         /* the portal's state name, for messages */
 	char why[160];          /* for FAIL and GONE */
 	char vnc_secret[64];    /* LOCAL: the sandbox's VNC secret, "" when unknown */
+	char *revoked;          /* ",sh_a,sh_b,": revoked share links not expired; NULL: none */
 	uint64_t checked_ms;    /* when the answer was got */
 	uint64_t wanted_ms;     /* when a worker last waited on it */
 	bool queued, woke;      /* asked for by a worker; wake sent to the portal */
@@ -55,6 +56,7 @@ struct px_rt {
 	atomic_uint_fast64_t last_seen_ms;
 	atomic_uint_fast64_t drain_until_ms;   /* new connections refused until then */
 	atomic_uint drain_gen;                 /* bumped by each drain */
+	atomic_uint share_gen;                 /* bumped when the revoked shares change */
 	/* Reported-so-far values, touched by the resolver only: */
 	uint64_t rep_requests, rep_in, rep_out, rep_seen;
 };
@@ -94,6 +96,8 @@ struct px_rt_view {
 	char addr[64], sid[40], state[16], why[160], vnc_secret[64];
 };
 void px_rt_view(struct px_routes *r, struct px_rt *rt, struct px_rt_view *out);
+/* True when the portal said share (a share link's id) of rt is revoked. */
+bool px_rt_share_revoked(struct px_routes *r, struct px_rt *rt, const char *share);
 /* The answer is wrong (the node said the sandbox is not there): ask again. */
 void px_rt_invalidate(struct px_routes *r, struct px_rt *rt);
 /* Calls fn for every entry (under the lock: fn must not block). */

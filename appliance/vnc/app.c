@@ -16,6 +16,7 @@
 #include "server.h"
 
 #include "common/log.h"
+#include "common/sbtoken.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ struct vnc_app {
 	struct vnc_http *http;
 	int rfb_fd;
 	int sig_fd;
+	char view_secret[48]; /* of the secret: for viewers that may only watch */
 	struct pollfd fds[MAX_POLL];
 };
 
@@ -101,6 +103,10 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 		}
 	}
+	if (o->secret && sbtoken_view_secret(o->secret, app->view_secret, sizeof(app->view_secret)) == -1) {
+		err_set(e, 0, "no view secret");
+		goto fail;
+	}
 	if (o->http_port) {
 		http_fd = vnc_net_listen(o->listen, o->http_port, e);
 		if (http_fd == -1) {
@@ -108,7 +114,8 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 		}
 		app->http = vnc_http_new(http_fd, o->web_dir,
-					 &(struct vnc_http_guard){o->allowed_hosts, o->secret},
+					 &(struct vnc_http_guard){o->allowed_hosts, o->secret,
+								  o->secret ? app->view_secret : NULL},
 					 on_upgrade, app, e);
 		if (!app->http)
 			goto fail;

@@ -357,12 +357,17 @@ static int upgrade_refusal(const struct vnc_http *h, const struct request *r, co
 	}
 	if (h->guard.secret) {
 		size_t len;
-		if (!query_value(r->target, "secret", &len)) {
+		bool view = h->guard.view && query_value(r->target, "view", &len);
+
+		if (!view && !query_value(r->target, "secret", &len)) {
 			*why = "the secret is missing";
 			return 401;
 		}
-		if (!query_has(r->target, "secret", h->guard.secret)) {
-			*why = "the secret is wrong";
+		/* the view secret opens a viewer that libvncserver keeps view-only:
+		 * its VNC password is the view secret too */
+		if (view ? !query_has(r->target, "view", h->guard.view)
+			 : !query_has(r->target, "secret", h->guard.secret)) {
+			*why = view ? "the view secret is wrong" : "the secret is wrong";
 			return 403;
 		}
 	}
@@ -388,12 +393,16 @@ static int respond_redirect(struct conn *c, const char *target, bool head_only)
 	char loc[1024], hdr[1100];
 	size_t n, slen;
 
+	const char *which = "secret";
+
 	n = (size_t)snprintf(loc, sizeof(loc), "vnc.html?%s", q ? q + 1 : "");
 	secret = query_value(target, "secret", &slen);
+	if (!secret && (secret = query_value(target, "view", &slen)))
+		which = "view"; /* a viewer that may only watch */
 	if (n < sizeof(loc) && secret && url_safe(secret, slen) &&
 	    !query_value(target, "path", &(size_t){0}))
 		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
-				      "&path=websockify%%3Fsecret%%3D%.*s&password=%.*s", (int)slen,
+				      "&path=websockify%%3F%s%%3D%.*s&password=%.*s", which, (int)slen,
 				      secret, (int)slen, secret);
 	for (size_t i = 0; i < ARRAY_LEN(redirect_defaults) && n < sizeof(loc); i++) {
 		const char *d = redirect_defaults[i];

@@ -42,6 +42,7 @@ typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer);
 struct vnc_http_guard {
 	const char *allowed_hosts; /* extra names for Host/Origin, or NULL */
 	const char *secret;        /* required as ?secret= when not NULL */
+	const char *view;          /* ... or, for a view-only viewer, this as ?view= */
 };
 
 /* Serves web_dir on the listening socket listen_fd (ownership passes to the

@@ -7,6 +7,7 @@
 #include "server.h"
 
 #include "common/log.h"
+#include "common/sbtoken.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -27,7 +28,7 @@ struct vnc_server {
 	rfbScreenInfoPtr screen;
 	struct vnc_input *in;
 	bool view_only;
-	char *passwords[2]; /* NULL-terminated list for rfbCheckPasswordByList */
+	char *passwords[3]; /* NULL-terminated list for rfbCheckPasswordByList */
 	vnc_server_clients_fn on_clients;
 	void *ctx;
 	int clients;
@@ -234,7 +235,14 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 		/* The sandbox's secret doubles as the VNC password, for clients on
 		 * the RFB port (VNC authentication reads its first 8 bytes). */
 		s->passwords[0] = strdup(o->secret);
-		if (!s->passwords[0]) {
+		/* and its view secret is a second password, whose viewers
+		 * libvncserver keeps view-only (share links that may only
+		 * watch: docs/vnc.md) */
+		s->passwords[1] = malloc(48);
+		if (!s->passwords[0] || !s->passwords[1] ||
+		    sbtoken_view_secret(o->secret, s->passwords[1], 48) == -1) {
+			free(s->passwords[0]);
+			free(s->passwords[1]);
 			free(s);
 			err_set(e, ENOMEM, "password");
 			return NULL;
@@ -282,6 +290,8 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 	if (s->passwords[0]) {
 		sc->authPasswdData = s->passwords;
 		sc->passwordCheck = rfbCheckPasswordByList;
+		if (s->passwords[1])
+			sc->authPasswdFirstViewOnly = 1;
 	}
 	rfbInitServer(sc);
 	return s;
@@ -331,9 +341,9 @@ void vnc_server_free(struct vnc_server *s)
 		rfbShutdownServer(s->screen, TRUE);
 		rfbScreenCleanup(s->screen);
 	}
-	if (s->passwords[0]) {
-		explicit_bzero(s->passwords[0], strlen(s->passwords[0]));
-		free(s->passwords[0]);
+	for (int i = 0; s->passwords[i]; i++) {
+		explicit_bzero(s->passwords[i], strlen(s->passwords[i]));
+		free(s->passwords[i]);
 	}
 	free(s);
 }

@@ -154,6 +154,7 @@ function actionsFor(s, errBox) {
     out.push(button('Open desktop', () => openDesktop(s.id, errBox), 'primary'));
     out.push(button('Keep alive', act('keepalive')));
     out.push(button('Hibernate', act('hibernate')));
+    out.push(button('Share', () => shareDesktop(s.id, errBox)));
     out.push(button('Fork', async () => {
       const n = prompt('Fork into how many (1-8)?', '1');
       if (n === null) return;
@@ -170,6 +171,47 @@ function actionsFor(s, errBox) {
     }, 'danger'));
   }
   return out;
+}
+
+// A link to the desktop for someone else: view-only unless control is
+// asked for, for so many minutes; the link is shown to copy.
+async function shareDesktop(id, errBox) {
+  const mins = prompt('Share the desktop for how many minutes? (view only; end the number with "c" to let the viewer control it, e.g. "30c")', '60');
+  if (mins === null) return;
+  const m = /^\s*(\d+)\s*(c?)\s*$/i.exec(mins);
+  if (!m) { errBox.textContent = 'share: a number of minutes, e.g. 60 or 30c'; return; }
+  try {
+    const sh = await api('POST', `/sbv1/sandboxes/${id}/shares`,
+      { ttl: Number(m[1]) * 60, mode: m[2] ? 'control' : 'view' });
+    errBox.textContent = '';
+    prompt(`${sh.mode === 'control' ? 'Control' : 'View-only'} link until ${sh.expires_at} (copy it):`, sh.url);
+  } catch (e) { errBox.textContent = `share: ${e.message}`; }
+  if (state.detail === id) fillShares(id);
+}
+
+async function fillShares(id) {
+  const ul = $('#d-shares');
+  let list;
+  try { list = (await api('GET', `/sbv1/sandboxes/${id}/shares`)).shares || []; } catch (e) {
+    ul.textContent = `shares: ${e.message}`;
+    return;
+  }
+  ul.textContent = '';
+  const active = list.filter((x) => x.state === 'active');
+  if (!active.length) { ul.textContent = 'none'; return; }
+  for (const x of active) {
+    const li = document.createElement('li');
+    const a = document.createElement('a');
+    a.href = x.url;
+    a.target = '_blank';
+    a.rel = 'noopener';
+    a.textContent = `${x.mode}${x.label ? ` (${x.label})` : ''}, until ${x.expires_at}`;
+    li.append(a, ' ', button('Revoke', async () => {
+      try { await api('DELETE', `/sbv1/sandboxes/${id}/shares/${x.id}`); } catch (e) { $('#d-error').textContent = `revoke: ${e.message}`; }
+      fillShares(id);
+    }, 'danger'));
+    ul.appendChild(li);
+  }
 }
 
 // noVNC needs the sandbox's token, which only the single view carries.
@@ -290,6 +332,7 @@ async function fillDetail(s, events) {
     box.textContent = '';
     for (const b of actionsFor(s, $('#d-error'))) box.appendChild(b);
   }
+  if (events) fillShares(s.id);
   try {
     const ev = (await api('GET', `/sbv1/sandboxes/${s.id}/events`)).events || [];
     const ol = $('#d-events');

@@ -73,12 +73,23 @@ await call('GET', '/sbv1/sandboxes/{id}/events', `/sbv1/sandboxes/${id}/events`)
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail?width=5`);
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail`);
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', '/sbv1/sandboxes/sb-0000000000000000/thumbnail');
+// share links: made, listed, shown, refused, revoked
+const share = await call('POST', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`, { body: { ttl: 60, label: 'openapi' } });
+await call('POST', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`, { body: { mode: 'edit' } });
+await call('POST', '/sbv1/sandboxes/{id}/shares', '/sbv1/sandboxes/sb-0000000000000000/shares', { body: {} });
+await call('GET', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`);
+await call('GET', '/sbv1/sandboxes/{id}/shares', '/sbv1/sandboxes/sb-0000000000000000/shares');
+await call('GET', '/sbv1/sandboxes/{id}/shares/{share}', `/sbv1/sandboxes/${id}/shares/${share.json?.id}`);
+await call('GET', '/sbv1/sandboxes/{id}/shares/{share}', `/sbv1/sandboxes/${id}/shares/sh_none`);
+await call('DELETE', '/sbv1/sandboxes/{id}/shares/{share}', `/sbv1/sandboxes/${id}/shares/${share.json?.id}`);
+await call('DELETE', '/sbv1/sandboxes/{id}/shares/{share}', `/sbv1/sandboxes/${id}/shares/${share.json?.id}`);
 await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 60 } });
 await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: { ttl: 0 } });
 for (const act of ['hibernate', 'wake', 'fork'])
 	await call('POST', `/sbv1/sandboxes/{id}/${act}`, `/sbv1/sandboxes/${id}/${act}`, { body: act === 'fork' ? { count: 2 } : undefined });
 await call('POST', '/sbv1/sandboxes/{id}/release', `/sbv1/sandboxes/${id}/release`);
 await call('POST', '/sbv1/sandboxes/{id}/release', `/sbv1/sandboxes/${id}/release`);
+await call('POST', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`, { body: {} }); // 409: released
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail`);
 await call('POST', '/sbv1/sandboxes/{id}/keepalive', `/sbv1/sandboxes/${id}/keepalive`, { body: {} });
 await call('GET', '/sbv1/nodes', '/sbv1/nodes');

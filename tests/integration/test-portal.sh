@@ -84,13 +84,6 @@ st() { cut -d' ' -f1 <<<"$1"; }
 js() { cut -d' ' -f2- <<<"$1" | jq -r "$2" 2>/dev/null; }
 field_is() { [[ $(st "$1") == 400 && $(js "$1" .error.field) == "$2" ]]; }
 sbstate() { js "$(pcall "$ADMIN" GET "/sbv1/sandboxes/$1")" .state; }
-# wait_for SECONDS CMD...: until CMD succeeds.
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	while ((n-- > 0)); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
 warm_ready() { (($(js "$(pcall "$ADMIN" GET /sbv1/templates)" '[.templates[].warm_ready] | add // 0') >= $1)); }
 nodes_up() { (($(js "$(pcall "$ADMIN" GET /sbv1/nodes)" '[.nodes[] | select(.state == "up")] | length') == $1)); }
 node_of() { js "$(pcall "$ADMIN" GET "/sbv1/sandboxes/$1")" .node; }
@@ -177,6 +170,42 @@ check "... and a request for it is held until it is ready, then served" \
 pcall "$U1" POST "/sbv1/sandboxes/$pid_/release" >/dev/null
 check "a released sandbox's token opens nothing: 404" \
 	wait_for 15 bash -c '[[ $(px_get 3 "$1" 8080 /health "$2") == 404 ]]' _ "$pid_" "$ptok"
+# --- share links: made, listed, scoped, revoked; the proxies enforce them ----------
+px_err() { # I ID PORT PATH TOKEN: the error code through node I's proxy ("" for none)
+	curl -s -m 60 -H "Host: $3-$2.cloche.localhost" -H "Authorization: Bearer $5" \
+		"http://$(cluster_ip "$1"):8000$4" | jq -r '.error.code // ""' 2>/dev/null
+}
+export -f px_err field_is wait_for
+r=$(pcall "$U1" POST "/sbv1/sandboxes/$sid2/shares" '{"ttl":600,"label":"pair"}')
+shid=$(js "$r" .id) shtok=$(js "$r" .token)
+check "POST shares: 201, view-only by default, a link to the desktop with a share token" \
+	bash -c '[[ $(st "$1") == 201 && $(js "$1" .mode) == view && $(js "$1" .state) == active && $(js "$1" .url) == *6080-$2.*token=sh1.$2.* ]]' _ "$r" "$sid2"
+check "... refused for bad input: mode, ttl, label, unknown field (400 with the field)" bash -c '
+	field_is "$(pcall "$1" POST "/sbv1/sandboxes/$2/shares" "{\"mode\":\"edit\"}")" mode &&
+	field_is "$(pcall "$1" POST "/sbv1/sandboxes/$2/shares" "{\"ttl\":5}")" ttl &&
+	field_is "$(pcall "$1" POST "/sbv1/sandboxes/$2/shares" "{\"label\":7}")" label &&
+	field_is "$(pcall "$1" POST "/sbv1/sandboxes/$2/shares" "{\"to\":1}")" to' _ "$U1" "$sid2"
+check "... another user's sandbox: 404, and nothing made" \
+	bash -c '[[ $(st "$(pcall "$1" POST "/sbv1/sandboxes/$2/shares" "{}")") == 404 && $(js "$(pcall "$3" GET "/sbv1/sandboxes/$2/shares")" ".shares | length") == 1 ]]' _ "$U2" "$sid2" "$U1"
+check "GET shares lists it with its link; the event log says it was made" \
+	bash -c '[[ $(js "$(pcall "$1" GET "/sbv1/sandboxes/$2/shares")" ".shares[0].token") == "$3" ]] && pcall "$1" GET "/sbv1/sandboxes/$2/events" | grep -q "share $4 made (view"' _ "$U1" "$sid2" "$shtok" "$shid"
+check "the share token opens the desktop's port only: 403 share_port on 8080" \
+	bash -c '[[ $(px_err 1 "$1" 8080 /health "$2") == share_port ]]' _ "$sid2" "$shtok"
+check "... and passes the proxy on 6080 (this mini sandbox has no desktop: 502 port_closed)" \
+	bash -c '[[ $(px_err 2 "$1" 6080 / "$2") == port_closed ]]' _ "$sid2" "$shtok"
+check "... not for another sandbox (403)" \
+	bash -c '[[ $(px_get 1 "$1" 6080 / "$2") == 403 ]]' _ sb-0000000000000000 "$shtok"
+r=$(pcall "$U1" DELETE "/sbv1/sandboxes/$sid2/shares/$shid")
+check "DELETE revokes it (200, state revoked); again: 404" \
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" .state) == revoked && $(st "$(pcall "$2" DELETE "/sbv1/sandboxes/$3/shares/$4")") == 404 ]]' _ "$r" "$U1" "$sid2" "$shid"
+for j in 1 2 3; do
+	check "... every proxy refuses it within seconds (node $j: 401 share_revoked)" \
+		wait_for 10 bash -c '[[ $(px_err "$1" "$2" 6080 / "$3") == share_revoked ]]' _ "$j" "$sid2" "$shtok"
+done
+check "... while the sandbox's own token still opens it" \
+	bash -c '[[ $(px_get 1 "$1" 8080 /health "$2") == 200 ]]' _ "$sid2" "$stok2"
+check "a forged share token (another MAC) is refused: 401" \
+	bash -c '[[ $(px_get 1 "$1" 6080 / "${2%.*}.AAAA") == 401 ]]' _ "$sid2" "$shtok"
 # --- hibernate, wake (through a proxy), fork, persist, the idle policy ----------
 # Real checkpoints of mini sandboxes; each costs seconds, so one sandbox goes
 # through hibernate -> wake -> fork.  Its node restarts with room for the

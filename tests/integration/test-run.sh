@@ -117,6 +117,31 @@ check "cloche wake: ready again" bash -c '"$1" wake "$2" | grep -q "ready"' _ "$
 vnc_link=$("$C" vnc "$cid")
 (cd tests/e2e && node novnc-wake-test.mjs --url "$vnc_link" --id "$cid" --cli "../../$C") |
 	sed 's/^\(not \)\{0,1\}ok - /&cloche vnc link: /'
+# Share links to the desktop: a view-only one shows it and drops the
+# viewer's input, a control one types; both open the desktop only; a revoked
+# or an expired one is refused.
+view_link=$("$C" share "$cid" --ttl 600 --label watcher 2>/dev/null)
+check "cloche share: a view-only link to the desktop's host with a share token" \
+	bash -c '[[ $1 == http://6080-$2.*token=sh1.$2.* ]]' _ "$view_link" "$cid"
+(cd tests/e2e && node novnc-test.mjs --url "$view_link" --input none) |
+	sed 's/^\(not \)\{0,1\}ok - /&view-only share link: /'
+ctl_link=$("$C" share "$cid" --mode control --ttl 600 2>/dev/null)
+(cd tests/e2e && node novnc-test.mjs --url "$ctl_link") | sed 's/^\(not \)\{0,1\}ok - /&control share link: /'
+vtok=${view_link##*token=}
+check "a share link opens the desktop only: mcp-shell with its token is refused (403 share_port)" \
+	bash -c '[[ $(curl -s -H "Authorization: Bearer $1" "http://8889-$2.$3/mcp" | jq -r .error.code) == share_port ]]' _ "$vtok" "$cid" "$AIO_DOMAIN"
+check "cloche shares lists both, active" \
+	bash -c '[[ $("$1" shares "$2" --json | jq "[.shares[] | select(.state == \"active\")] | length") == 2 ]]' _ "$C" "$cid"
+vsid=$("$C" shares "$cid" --json | jq -r '.shares[] | select(.label == "watcher") | .id')
+check "cloche unshare revokes the view link" bash -c '"$1" unshare "$2" "$3" | grep -q revoked' _ "$C" "$cid" "$vsid"
+check "... and the proxies refuse it from then on (401 share_revoked)" \
+	wait_for 10 bash -c '[[ $(curl -s -H "Authorization: Bearer $1" "http://6080-$2.$3/" | jq -r .error.code) == share_revoked ]]' _ "$vtok" "$cid" "$AIO_DOMAIN"
+short_link=$("$C" share "$cid" --ttl 10 2>/dev/null)
+check "a share link works until it expires" \
+	bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer ${1##*token=}" "http://6080-$2.$3/vnc.html") == 200 ]]' _ "$short_link" "$cid" "$AIO_DOMAIN"
+sleep 10
+check "... and is refused after (401 share_expired)" \
+	bash -c '[[ $(curl -s "$1" | jq -r .error.code) == share_expired ]]' _ "$short_link"
 check "cloche release" bash -c '"$1" release "$2" | grep -q "releas"' _ "$C" "$cid"
 "$C" get sb-0000000000000000 2>/dev/null
 check "an unknown sandbox exits 3" test $? = 3

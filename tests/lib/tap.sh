@@ -19,6 +19,14 @@ tap_exit() { exit "$TAP_FAILED"; }
 # Milliseconds since the epoch.
 now_ms() { date +%s%3N; }
 
+# wait_for SECONDS CMD...: until CMD succeeds (tried every 0.1 s).
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while ((n-- > 0)); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+
 # A TCP port no socket uses right now (for servers the tests start), below
 # the kernel's ephemeral range: a port drawn inside it can be taken by an
 # outgoing connection between this check and the server's bind (seen: a
