@@ -92,7 +92,7 @@ static void on_key(rfbBool down, rfbKeySym ks, rfbClientPtr cl)
 {
 	struct vnc_server *s = cl->screen->screenData;
 
-	if (s->in && !s->view_only)
+	if (s->in && !s->view_only && !cl->viewOnly)
 		vnc_input_key(s->in, down != 0, (uint32_t)ks);
 }
 
@@ -100,7 +100,9 @@ static void on_pointer(int mask, int x, int y, rfbClientPtr cl)
 {
 	struct vnc_server *s = cl->screen->screenData;
 
-	if (s->in && !s->view_only)
+	/* a viewer who logged in with the view secret watches only (libvncserver
+	 * drops its input too) */
+	if (s->in && !s->view_only && !cl->viewOnly)
 		vnc_input_pointer(s->in, mask, x, y);
 	/* Keeps the position libvncserver paints the cursor at for viewers
 	 * that cannot draw it themselves. */
