@@ -446,6 +446,22 @@ static bool wait_body(struct pt_portal *p, const struct hsrv_req *req, struct hs
 #define SHARE_LABEL_MAX 100
 #define SHARES_MAX 100 /* active shares of one sandbox */
 
+/* Shares as the API shows them, and how many are active. */
+struct share_list {
+	struct pt_portal *p;
+	json_t *arr;
+	long long now;
+	int active;
+};
+
+static void share_row(const struct pt_share *sh, void *ud)
+{
+	struct share_list *l = ud;
+
+	json_array_append_new(l->arr, pt_view_share(l->p, sh, l->now));
+	l->active += !sh->revoked_at && sh->expires_at > l->now;
+}
+
 /* POST /sbv1/sandboxes/{id}/shares {mode?, ttl?, label?}: a link to the
  * sandbox's desktop, view-only unless control is asked for. */
 static void share_create(struct pt_portal *p, const struct pt_caller *who, const struct pt_sb *sb,
@@ -454,10 +470,8 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 	static const char *const keys[] = {"mode", "ttl", "label", NULL};
 	json_t *body = body_object(req, resp), *mode, *label, *all = NULL;
 	struct pt_share sh = {.created_at = pt_now_ms()};
-	long long ttl = SHARE_TTL_DEFAULT_S, active = 0;
+	long long ttl = SHARE_TTL_DEFAULT_S;
 	struct err e = ERR_INIT;
-	size_t i;
-	json_t *x;
 
 	if (!body || !only_fields(body, keys, "", resp) ||
 	    !int_field(body, "ttl", "ttl", 10, SHARE_TTL_MAX_S, &ttl, resp))
@@ -479,13 +493,13 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 		fail(resp, 409, "the sandbox is released: there is no desktop to share");
 		goto out;
 	}
-	if (!(all = pt_store_share_list(p->st, sb->id, NULL, sh.created_at, &e))) {
+	struct share_list cnt = {p, json_array(), sh.created_at, 0};
+	all = cnt.arr;
+	if (pt_store_share_each(p->st, sb->id, NULL, share_row, &cnt, &e) == -1) {
 		pt_resp_err(resp, &e);
 		goto out;
 	}
-	json_array_foreach(all, i, x)
-		active += strcmp(json_string_value(json_object_get(x, "state")), "active") == 0;
-	if (active >= SHARES_MAX) {
+	if (cnt.active >= SHARES_MAX) {
 		fail(resp, 409, "the sandbox has as many active shares as it may have: revoke one first");
 		goto out;
 	}
@@ -519,9 +533,6 @@ static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const st
 	bool get = strcmp(req->method, "GET") == 0;
 	long long now = pt_now_ms();
 	struct err e = ERR_INIT;
-	json_t *rows, *out;
-	size_t i;
-	json_t *x;
 
 	if (!share && strcmp(req->method, "POST") == 0) {
 		share_create(p, who, sb, req, resp);
@@ -538,40 +549,19 @@ static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const st
 		fail(resp, 405, share ? "GET or DELETE here" : "GET or POST here");
 		return;
 	}
-	if (!(rows = pt_store_share_list(p->st, sb->id, share, now, &e))) {
+	struct share_list l = {p, json_array(), now, 0};
+	if (pt_store_share_each(p->st, sb->id, share, share_row, &l, &e) == -1) {
+		json_decref(l.arr);
 		pt_resp_err(resp, &e);
 		return;
 	}
-	if (share && json_array_size(rows) == 0) {
-		json_decref(rows);
+	if (share && json_array_size(l.arr) == 0)
 		fail(resp, 404, "no such share");
-		return;
-	}
-	/* the links of active shares go with them (a token is made again
-	 * from the row: it is an HMAC, nothing is stored) */
-	out = json_array();
-	json_array_foreach(rows, i, x) {
-		struct pt_share sh = {.created_at = 0};
-		const char *ex = json_string_value(json_object_get(x, "state"));
-
-		if (ex && strcmp(ex, "active") == 0) {
-			snprintf(sh.id, sizeof(sh.id), "%s", json_string_value(json_object_get(x, "id")));
-			snprintf(sh.sandbox, sizeof(sh.sandbox), "%s", sb->id);
-			snprintf(sh.mode, sizeof(sh.mode), "%s", json_string_value(json_object_get(x, "mode")));
-			json_t *full = pt_view_share(p, &sh, now);
-			json_object_update_existing(full, x);
-			json_object_set(x, "url", json_object_get(full, "url"));
-			json_object_set(x, "token", json_object_get(full, "token"));
-			json_decref(full);
-		}
-		json_array_append(out, x);
-	}
-	json_decref(rows);
-	if (share)
-		hsrv_resp_json(resp, 200, json_incref(json_array_get(out, 0)));
+	else if (share)
+		hsrv_resp_json(resp, 200, json_incref(json_array_get(l.arr, 0)));
 	else
-		hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "id", sb->id, "shares", json_incref(out)));
-	json_decref(out);
+		hsrv_resp_json(resp, 200, json_pack("{s:s, s:O}", "id", sb->id, "shares", l.arr));
+	json_decref(l.arr);
 }
 
 /* /sbv1/sandboxes/{id}[/{action}] */

@@ -887,7 +887,7 @@ int pt_store_share_insert(struct pt_store *st, const struct pt_share *sh, const 
 		bind_text(s, 1, sh->id);
 		bind_text(s, 2, sh->sandbox);
 		bind_text(s, 3, sh->mode);
-		bind_text(s, 4, sh->label);
+		sqlite3_bind_text(s, 4, sh->label, -1, SQLITE_TRANSIENT); /* "" is a label */
 		bind_text(s, 5, sh->created_by);
 		sqlite3_bind_int64(s, 6, sh->created_at);
 		sqlite3_bind_int64(s, 7, sh->expires_at);
@@ -927,22 +927,20 @@ int pt_store_share_revoke(struct pt_store *st, const char *sandbox, const char *
 	return commit_or_rollback(st, rc, e);
 }
 
-json_t *pt_store_share_list(struct pt_store *st, const char *sandbox, const char *id,
-			    long long now, struct err *e)
+int pt_store_share_each(struct pt_store *st, const char *sandbox, const char *id,
+			void (*fn)(const struct pt_share *sh, void *ud), void *ud, struct err *e)
 {
 	AUTOSTMT sqlite3_stmt *s = prep(st->rd,
 					"SELECT id, mode, label, created_by, created_at, expires_at, revoked_at"
 					" FROM shares WHERE sandbox = ?1 AND (?2 IS NULL OR id = ?2)"
 					" ORDER BY created_at, id",
 					e);
-	json_t *arr;
 	int rc;
 
 	if (!s)
-		return NULL;
+		return -1;
 	bind_text(s, 1, sandbox);
 	bind_text(s, 2, id);
-	arr = json_array();
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct pt_share sh = {.revoked_at = 0};
 
@@ -955,14 +953,9 @@ json_t *pt_store_share_list(struct pt_store *st, const char *sandbox, const char
 		sh.expires_at = sqlite3_column_int64(s, 5);
 		if (sqlite3_column_type(s, 6) != SQLITE_NULL)
 			sh.revoked_at = sqlite3_column_int64(s, 6);
-		json_array_append_new(arr, pt_share_json(&sh, now));
+		fn(&sh, ud);
 	}
-	if (rc != SQLITE_DONE) {
-		json_decref(arr);
-		db_err(e, st->rd, "read shares");
-		return NULL;
-	}
-	return arr;
+	return rc == SQLITE_DONE ? 0 : db_err(e, st->rd, "read shares");
 }
 
 json_t *pt_store_share_revoked(struct pt_store *st, const char *sandbox, long long now, struct err *e)

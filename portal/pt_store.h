@@ -127,10 +127,10 @@ int pt_store_share_insert(struct pt_store *st, const struct pt_share *sh, const 
  * revoked yet. */
 int pt_store_share_revoke(struct pt_store *st, const char *sandbox, const char *id, long long at,
 			  const char *state, struct err *e);
-/* The shares of sandbox (id NULL: all; else that one), oldest first, as
- * pt_share_json() writes them; NULL with e set. */
-json_t *pt_store_share_list(struct pt_store *st, const char *sandbox, const char *id,
-			    long long now, struct err *e);
+/* Calls fn for each share of sandbox (id NULL: all; else that one),
+ * oldest first.  0 or -1 with e set. */
+int pt_store_share_each(struct pt_store *st, const char *sandbox, const char *id,
+			void (*fn)(const struct pt_share *sh, void *ud), void *ud, struct err *e);
 /* The ids of sandbox's revoked shares that have not expired yet. */
 json_t *pt_store_share_revoked(struct pt_store *st, const char *sandbox, long long now, struct err *e);
 /* A share as the API shows it, without its link; its state (active,

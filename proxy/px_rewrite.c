@@ -55,7 +55,9 @@ static bool bearer_token(struct px_span v, struct px_span *tok)
 		tok->p++;
 		tok->n--;
 	}
-	return tok->n > 4 && strncmp(tok->p, "st1.", 4) == 0;
+	/* ours: a sandbox token or a share link's; any other bearer is the
+	 * user's own, for their server inside */
+	return tok->n > 4 && (strncmp(tok->p, "st1.", 4) == 0 || strncmp(tok->p, "sh1.", 4) == 0);
 }
 
 /* The next `name=value` pair of a Cookie header value from *i on, leading
