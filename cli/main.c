@@ -147,6 +147,15 @@ static void print_buf(struct buf *b)
 	buf_free(b);
 }
 
+/* Prints rows (a JSON array of arrays of n strings) as a table under h. */
+static void print_rows(const char *const *h, size_t n, json_t *rows)
+{
+	struct buf b = BUF_INIT(16u << 20);
+
+	cli_table(&b, h, n, rows);
+	print_buf(&b);
+}
+
 static const char *str(const json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
@@ -501,13 +510,7 @@ static int cmd_events(struct args *a)
 	json_array_foreach(json_object_get(out, "events"), i, ev)
 		json_array_append_new(rows, json_pack("[s, s, s, s]", str(ev, "at"), str(ev, "from"),
 						      str(ev, "to"), str(ev, "reason")));
-	{
-		static const char *const h[] = {"AT", "FROM", "TO", "REASON"};
-		struct buf b = BUF_INIT(16u << 20);
-
-		cli_table(&b, h, 4, rows);
-		print_buf(&b);
-	}
+	print_rows((const char *const[]){"AT", "FROM", "TO", "REASON"}, 4, rows);
 out:
 	json_decref(out);
 	json_decref(rows);
@@ -623,14 +626,8 @@ static int cmd_nodes(void)
 						      str(nd, "state"), run, mem, cpus,
 						      warm[0] ? warm : "-", seen));
 	}
-	{
-		static const char *const h[] = {"NAME", "STATE", "RUNNING/MAX", "MEM-FREE", "CPUS", "WARM",
-						"LAST-SEEN"};
-		struct buf b = BUF_INIT(16u << 20);
-
-		cli_table(&b, h, 7, rows);
-		print_buf(&b);
-	}
+	print_rows((const char *const[]){"NAME", "STATE", "RUNNING/MAX", "MEM-FREE", "CPUS", "WARM",
+						"LAST-SEEN"}, 7, rows);
 out:
 	json_decref(out);
 	json_decref(rows);
@@ -657,13 +654,7 @@ static int cmd_templates(void)
 		free(vers);
 		free(nodes);
 	}
-	{
-		static const char *const h[] = {"NAME", "WARM-READY", "VERSIONS", "NODES"};
-		struct buf b = BUF_INIT(16u << 20);
-
-		cli_table(&b, h, 4, rows);
-		print_buf(&b);
-	}
+	print_rows((const char *const[]){"NAME", "WARM-READY", "VERSIONS", "NODES"}, 4, rows);
 out:
 	json_decref(out);
 	json_decref(rows);
@@ -686,16 +677,13 @@ static int cmd_keys(struct args *a)
 			if (as_json) {
 				print_json(out);
 			} else {
-				static const char *const h[] = {"ID", "NAME", "ROLE", "CREATED", "REVOKED"};
-				struct buf b = BUF_INIT(16u << 20);
-
 				json_array_foreach(json_object_get(out, "keys"), i, k)
 					json_array_append_new(rows, json_pack("[s, s, s, s, s]", str(k, "id"),
 									      str(k, "name"), str(k, "role"),
 									      str(k, "created_at"),
 									      str(k, "revoked_at")));
-				cli_table(&b, h, 5, rows);
-				print_buf(&b);
+				print_rows((const char *const[]){"ID", "NAME", "ROLE", "CREATED", "REVOKED"}, 5,
+					   rows);
 			}
 		}
 		json_decref(rows);
@@ -807,13 +795,7 @@ static int cmd_share(struct args *a, const char *cmd)
 	json_array_foreach(json_object_get(out, "shares"), i, sh)
 		json_array_append_new(rows, json_pack("[s, s, s, s, s]", str(sh, "id"), str(sh, "mode"),
 						      str(sh, "state"), str(sh, "expires_at"), str(sh, "label")));
-	{
-		static const char *const h[] = {"ID", "MODE", "STATE", "EXPIRES", "LABEL"};
-		struct buf b = BUF_INIT(16u << 20);
-
-		cli_table(&b, h, 5, rows);
-		print_buf(&b);
-	}
+	print_rows((const char *const[]){"ID", "MODE", "STATE", "EXPIRES", "LABEL"}, 5, rows);
 out:
 	json_decref(rows);
 	json_decref(body);

@@ -139,23 +139,13 @@ int sbtoken_key_load(const char *path, bool create, unsigned char *key, size_t c
 
 #define SH_PREFIX "sh1."
 
-/* A plain part of a share token: letters, digits, '-' and '_'. */
-static bool sh_part(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-			return false;
-	return n > 0;
-}
-
 int shtoken_make(const void *key, size_t key_len, const struct shtoken *t, char *out, size_t len,
 		 struct err *e)
 {
 	char body[SHTOKEN_MAX], mac[48];
 	int n;
 
-	if (!sh_part(t->id, strlen(t->id)) || strlen(t->id) > 40 || !sh_part(t->share, strlen(t->share)) ||
+	if (!util_token_chars(t->id, strlen(t->id)) || strlen(t->id) > 40 || !util_token_chars(t->share, strlen(t->share)) ||
 	    strlen(t->share) > 32 || (t->mode != 'v' && t->mode != 'c') || t->expires < 0)
 		return err_set(e, 0, "share of `%s` cannot be in a token", t->id);
 	n = snprintf(body, sizeof(body), SH_PREFIX "%s.%s.%c.%lld", t->id, t->share, t->mode, t->expires);

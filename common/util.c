@@ -116,6 +116,15 @@ int util_mkdir_parents(const char *path, mode_t mode)
 	return 0;
 }
 
+bool util_token_chars(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
+			return false;
+	return n > 0;
+}
+
 int util_random_token(char *out, size_t outlen, size_t nbytes)
 {
 	static const char alphabet[] =

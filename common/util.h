@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/types.h>
 
@@ -71,6 +72,9 @@ uint64_t util_now_ms(void);
  * ([A-Za-z0-9_-], 4 characters per 3 bytes) into out.  0, or -1 with errno
  * set (out too small for the text and its NUL: ERANGE). */
 int util_random_token(char *out, size_t outlen, size_t nbytes);
+/* True when s[0..n) is not empty and all letters, digits, '-' and '_' (the
+ * base64url of util_random_token: safe in a URL and between dots). */
+bool util_token_chars(const char *s, size_t n);
 
 /* Wall clock formatted as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
 void util_rfc3339(char *out, size_t len);

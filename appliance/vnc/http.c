@@ -374,15 +374,6 @@ static int upgrade_refusal(const struct vnc_http *h, const struct request *r, co
 	return 0;
 }
 
-/* Whether s can go into a URL as it is (the secrets cloche makes can). */
-static bool url_safe(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-			return false;
-	return n > 0;
-}
 
 /* The "/" redirect into noVNC with cloche's defaults merged into the
  * query the browser gave, if any.  A ?secret=S becomes the WebSocket path
@@ -399,7 +390,7 @@ static int respond_redirect(struct conn *c, const char *target, bool head_only)
 	secret = query_value(target, "secret", &slen);
 	if (!secret && (secret = query_value(target, "view", &slen)))
 		which = "view"; /* a viewer that may only watch */
-	if (n < sizeof(loc) && secret && url_safe(secret, slen) &&
+	if (n < sizeof(loc) && secret && util_token_chars(secret, slen) /* can go into a URL as it is */ &&
 	    !query_value(target, "path", &(size_t){0}))
 		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
 				      "&path=websockify%%3F%s%%3D%.*s&password=%.*s", which, (int)slen,

@@ -1,6 +1,6 @@
-/* Unit tests for portal/pt_auth (API keys) and common/sbtoken (sandbox
- * tokens): made keys check, wrong ones and revoked ones do not; tokens are
- * bound to their sandbox and key. */
+/* Unit tests for portal/pt_auth (API keys) and common/sbtoken (sandbox and
+ * share tokens, the view secret): made keys check, wrong ones and revoked
+ * ones do not; tokens are bound to their sandbox, key, mode and expiry. */
 #include "common/sbtoken.h"
 #include "portal/pt_auth.h"
 #include "tests/unit/portal/suites.h"
@@ -100,6 +100,46 @@ START_TEST(tokens_bind_sandbox_and_key)
 }
 END_TEST
 
+START_TEST(share_tokens)
+{
+	static const char k1[] = "0123456789abcdef0123456789abcdef", k2[] = "0123456789abcdef0123456789abcdeX";
+	struct shtoken t = {.id = "sb-00aa", .share = "sh_Ab-c_1", .mode = 'v', .expires = 1900000000}, u;
+	char tok[SHTOKEN_MAX], forged[SHTOKEN_MAX], view[48], view2[48];
+	struct err e = ERR_INIT;
+
+	ck_assert_int_eq(shtoken_make(k1, 32, &t, tok, sizeof(tok), &e), 0);
+	ck_assert_int_eq(strncmp(tok, "sh1.sb-00aa.sh_Ab-c_1.v.1900000000.", 35), 0);
+	ck_assert(shtoken_verify(k1, 32, tok, &u));
+	ck_assert_str_eq(u.id, "sb-00aa");
+	ck_assert_str_eq(u.share, "sh_Ab-c_1");
+	ck_assert_int_eq(u.mode, 'v');
+	ck_assert_int_eq(u.expires, 1900000000);
+	ck_assert(!shtoken_verify(k2, 32, tok, &u));
+	/* mode, expiry and sandbox are under the MAC */
+	snprintf(forged, sizeof(forged), "sh1.sb-00aa.sh_Ab-c_1.c.1900000000.%s", strrchr(tok, '.') + 1);
+	ck_assert(!shtoken_verify(k1, 32, forged, &u));
+	snprintf(forged, sizeof(forged), "sh1.sb-00aa.sh_Ab-c_1.v.1999999999.%s", strrchr(tok, '.') + 1);
+	ck_assert(!shtoken_verify(k1, 32, forged, &u));
+	ck_assert(!shtoken_verify(k1, 32, "sh1.sb-00aa.x.v.1", &u));
+	ck_assert(!shtoken_verify(k1, 32, "st1.sb-00aa.x", &u));
+	/* a sandbox token is not a share token, nor the other way */
+	ck_assert(!sbtoken_verify(k1, 32, tok, u.id, sizeof(u.id)));
+	t.mode = 'x';
+	ck_assert_int_eq(shtoken_make(k1, 32, &t, tok, sizeof(tok), &e), -1);
+	t.mode = 'c';
+	snprintf(t.share, sizeof(t.share), "a.b");
+	ck_assert_int_eq(shtoken_make(k1, 32, &t, tok, sizeof(tok), &e), -1);
+	/* the view secret: fixed for a secret, another for another */
+	ck_assert_int_eq(sbtoken_view_secret("s3cret-of-a-sandbox", view, sizeof(view)), 0);
+	ck_assert_int_eq(strlen(view), 32);
+	ck_assert_int_eq(sbtoken_view_secret("s3cret-of-a-sandbox", view2, sizeof(view2)), 0);
+	ck_assert_str_eq(view, view2);
+	ck_assert_int_eq(sbtoken_view_secret("s3cret-of-b-sandbox", view2, sizeof(view2)), 0);
+	ck_assert_str_ne(view, view2);
+	ck_assert_int_eq(sbtoken_view_secret("x", view, 20), -1);
+}
+END_TEST
+
 START_TEST(token_key_file)
 {
 	char p[160];
@@ -131,6 +171,7 @@ Suite *suite_portal_auth(void)
 	tcase_add_test(tc, keys_check_and_revoke);
 	tcase_add_test(tc, node_credential);
 	tcase_add_test(tc, tokens_bind_sandbox_and_key);
+	tcase_add_test(tc, share_tokens);
 	tcase_add_test(tc, token_key_file);
 	suite_add_tcase(s, tc);
 	return s;

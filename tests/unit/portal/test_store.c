@@ -49,11 +49,11 @@ START_TEST(migrates_once_and_refuses_newer)
 	sqlite3 *db;
 
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 3);
+	ck_assert_int_eq(pt_store_version(st), 4);
 	pt_store_close(st);
 	st = pt_store_open(path, &e); /* again: nothing to do */
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(pt_store_version(st), 3);
+	ck_assert_int_eq(pt_store_version(st), 4);
 	pt_store_close(st);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", 0, 0, 0), SQLITE_OK);
@@ -348,7 +348,7 @@ START_TEST(migrates_from_2)
 	sqlite3_close(db);
 	st = pt_store_open(path, &e);
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 3);
+	ck_assert_int_eq(pt_store_version(st), 4);
 	ck_assert_int_eq(pt_store_sb_get(st, "sb-old", &b, &e), 0);
 	ck_assert_int_eq(b.state, PT_READY);
 	ck_assert(b.persist);
@@ -394,6 +394,56 @@ START_TEST(times_format)
 }
 END_TEST
 
+static void count_share(const struct pt_share *sh, void *ud)
+{
+	int *n = ud;
+
+	ck_assert_str_eq(sh->sandbox, "sb-s");
+	*n += sh->revoked_at ? 100 : 1;
+}
+
+START_TEST(shares_made_listed_revoked)
+{
+	struct err e = ERR_INIT;
+	struct pt_store *st = pt_store_open(path, &e);
+	struct pt_share a = {"sh_a", "sb-s", "view", "", "k1", 1000, 2000000, 0};
+	struct pt_share b = {"sh_b", "sb-s", "control", "pair", "k1", 1001, 3000, 0};
+	int n = 0;
+	json_t *r, *ev;
+
+	ck_assert_msg(st != NULL, "%s", e.msg);
+	ck_assert_int_eq(pt_store_share_insert(st, &a, "ready", &e), 0);
+	ck_assert_int_eq(pt_store_share_insert(st, &b, "ready", &e), 0);
+	ck_assert_int_eq(pt_store_share_insert(st, &b, "ready", &e), -1); /* the same id */
+	ck_assert_int_eq(pt_store_share_each(st, "sb-s", NULL, count_share, &n, &e), 0);
+	ck_assert_int_eq(n, 2);
+	n = 0;
+	ck_assert_int_eq(pt_store_share_each(st, "sb-s", "sh_b", count_share, &n, &e), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(pt_store_share_revoke(st, "sb-s", "sh_a", 5000, "ready", &e), 0);
+	ck_assert_int_eq(pt_store_share_revoke(st, "sb-s", "sh_a", 6000, "ready", &e), -1);
+	ck_assert_int_eq(e.http_status, 404);
+	ck_assert_int_eq(pt_store_share_revoke(st, "sb-other", "sh_b", 6000, "ready", &e), -1);
+	n = 0;
+	ck_assert_int_eq(pt_store_share_each(st, "sb-s", NULL, count_share, &n, &e), 0);
+	ck_assert_int_eq(n, 101);
+	/* revoked and not expired: the proxies must refuse it */
+	r = pt_store_share_revoked(st, "sb-s", 10000, &e);
+	ck_assert_int_eq(json_array_size(r), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(r, 0)), "sh_a");
+	json_decref(r);
+	r = pt_store_share_revoked(st, "sb-s", 2000000, &e); /* expired since: no longer listed */
+	ck_assert_int_eq(json_array_size(r), 0);
+	json_decref(r);
+	/* each change is an event of the sandbox (the proxies' change feed) */
+	ev = pt_store_sb_events(st, "sb-s", &e);
+	ck_assert_int_eq(json_array_size(ev), 3);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 2), "reason")), "share sh_a revoked");
+	json_decref(ev);
+	pt_store_close(st);
+}
+END_TEST
+
 Suite *suite_portal_store(void)
 {
 	Suite *s = suite_create("portal_store");
@@ -401,6 +451,7 @@ Suite *suite_portal_store(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, migrates_once_and_refuses_newer);
+	tcase_add_test(tc, shares_made_listed_revoked);
 	tcase_add_test(tc, change_feed_and_activity);
 	tcase_add_test(tc, state_change_is_compare_and_set);
 	tcase_add_test(tc, idempotency_key_is_unique_per_owner);
