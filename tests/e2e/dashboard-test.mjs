@@ -115,6 +115,18 @@ try {
   tap.check(/ready/.test(await page.textContent('#d-events')), 'the detail shows the sandbox\'s events');
   await until(10, async () => page.evaluate(() => document.querySelector('#d-thumb').naturalWidth > 0));
   await page.screenshot({ path: `${args.shots}/dashboard-detail.png` });
+  // Share: two prompts (the minutes, then the link to copy), the link listed, revoked.
+  const said = [];
+  const onDialog = async (d) => { said.push(d.defaultValue()); await d.accept(said.length === 1 ? '30' : undefined); };
+  page.on('dialog', onDialog);
+  await page.locator('#d-actions button', { hasText: 'Share' }).click();
+  await until(10, async () => said.length >= 2);
+  page.off('dialog', onDialog);
+  tap.check(new RegExp(`6080-${A}\\..*token=sh1\\.${A}\\.[^.]+\\.v\\.`).test(said[1] || ''), 'Share makes a view-only link and shows it to copy');
+  tap.check(await until(10, async () => (await page.locator('#d-shares li').count()) === 1 &&
+    /view, until/.test(await page.textContent('#d-shares'))), '... the detail lists it');
+  await page.locator('#d-shares button', { hasText: 'Revoke' }).click();
+  tap.check(await until(10, async () => (await page.textContent('#d-shares')).trim() === 'none'), '... and Revoke ends it');
   await page.click('#detail .close button');
 
   await card.locator('button', { hasText: 'Hibernate' }).click();

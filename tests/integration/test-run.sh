@@ -133,7 +133,17 @@ check "a share link opens the desktop only: mcp-shell with its token is refused 
 check "cloche shares lists both, active" \
 	bash -c '[[ $("$1" shares "$2" --json | jq "[.shares[] | select(.state == \"active\")] | length") == 2 ]]' _ "$C" "$cid"
 vsid=$("$C" shares "$cid" --json | jq -r '.shares[] | select(.label == "watcher") | .id')
+# a viewer still connected when the link is revoked: its WebSocket is cut
+ws_done=$(mktemp)
+(curl -s -N -m 40 -o /dev/null -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" \
+	-H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" -H "Authorization: Bearer $vtok" \
+	"http://6080-$cid.$AIO_DOMAIN/websockify"; now_ms >"$ws_done") &
+sleep 2
+t_rev=$(now_ms)
 check "cloche unshare revokes the view link" bash -c '"$1" unshare "$2" "$3" | grep -q revoked' _ "$C" "$cid" "$vsid"
+check "... and the viewer's open connection is cut within 5 s" wait_for 5 test -s "$ws_done"
+echo "# the revoked link's WebSocket ended $(($(cat "$ws_done" 2>/dev/null || now_ms) - t_rev)) ms after the revoke"
+rm -f "$ws_done"
 check "... and the proxies refuse it from then on (401 share_revoked)" \
 	wait_for 10 bash -c '[[ $(curl -s -H "Authorization: Bearer $1" "http://6080-$2.$3/" | jq -r .error.code) == share_revoked ]]' _ "$vtok" "$cid" "$AIO_DOMAIN"
 short_link=$("$C" share "$cid" --ttl 10 2>/dev/null)
