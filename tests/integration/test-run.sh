@@ -135,12 +135,13 @@ check "cloche shares lists both, active" \
 vsid=$("$C" shares "$cid" --json | jq -r '.shares[] | select(.label == "watcher") | .id')
 # a viewer still connected when the link is revoked: its WebSocket is cut
 ws_done=$(mktemp)
-# (curl ends at the 101; this client holds the socket until the proxy ends it)
+# (curl ends at the 101; this client holds the socket until the proxy ends it;
+# libvncserver wants an Origin in the handshake)
 python3 - "6080-$cid.$AIO_DOMAIN" "$AIO_PROXY_PORT" "$vtok" "$ws_done" <<'PY' &
 import socket, sys, time
 host, port, tok, done = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 s = socket.create_connection((host, port), timeout=40)
-s.sendall((f"GET /websockify HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+s.sendall((f"GET /websockify HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
            f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
            f"Authorization: Bearer {tok}\r\n\r\n").encode())
 head = s.recv(4096)
