@@ -10,7 +10,7 @@ PKGS=(
 	build-essential pkg-config git check libsubunit-dev clang libclang-rt-14-dev
 	libjansson-dev libwebsockets-dev libcurl4-openssl-dev libvncserver-dev libssl-dev
 	libsqlite3-dev sqlite3
-	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxrandr-dev libpng-dev
+	libx11-dev libxtst-dev libxdamage-dev libxfixes-dev libxext-dev libxi-dev libxrandr-dev libpng-dev
 	# sandboxes: btrfs pool, template build, netns (runsc: see below)
 	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC

@@ -1,7 +1,8 @@
 /* Module wiring and the event loop of cloche-vnc; see app.h.
  *
- * One iteration: drain queued X events (damage, cursor, keymap), grab the
- * screen if a grab is due, let libvncserver read viewer input and send
+ * One iteration: drain queued X events (damage, cursor, pointer, keymap),
+ * move the painted cursor and expire click rings, grab the screen if a
+ * grab is due, let libvncserver read viewer input and send
  * updates, flush X requests, then sleep in poll().  Xlib may read events
  * into its queue during any round trip, so a non-empty queue makes the
  * poll timeout zero rather than leaving events stranded. */
@@ -12,7 +13,9 @@
 #include "display.h"
 #include "http.h"
 #include "input.h"
+#include "marker.h"
 #include "net.h"
+#include "pointer.h"
 #include "server.h"
 
 #include "common/log.h"
@@ -36,6 +39,7 @@ struct vnc_app {
 	struct vnc_capture *cap;
 	struct vnc_input *in;
 	struct vnc_cursor *cur;
+	struct vnc_pointer *ptr;
 	struct vnc_server *srv;
 	struct vnc_http *http;
 	int rfb_fd;
@@ -47,8 +51,18 @@ struct vnc_app {
 static void on_clients(void *ctx, int clients)
 {
 	struct vnc_app *app = ctx;
+	uint64_t now = util_now_ms();
 
-	vnc_capture_set_active(app->cap, clients > 0, util_now_ms());
+	vnc_capture_set_active(app->cap, clients > 0, now);
+	if (app->ptr)
+		vnc_pointer_set_active(app->ptr, clients > 0, now);
+}
+
+static void on_click(void *ctx, int x, int y, int button, uint64_t now_ms)
+{
+	struct vnc_app *app = ctx;
+
+	vnc_marker_click(vnc_server_marker(app->srv), x, y, button, now_ms);
 }
 
 static void on_upgrade(void *ctx, int fd, const char *peer)
@@ -96,6 +110,10 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 	app->cur = vnc_cursor_new(&app->disp, vnc_server_screen(app->srv), e);
 	if (!app->cur)
 		goto fail;
+	app->ptr = vnc_pointer_new(&app->disp, vnc_server_screen(app->srv), o->frame_ms, on_click,
+				   app, e);
+	if (!app->ptr)
+		goto fail;
 	if (o->rfb_port) {
 		app->rfb_fd = vnc_net_listen(o->listen, o->rfb_port, e);
 		if (app->rfb_fd == -1) {
@@ -136,6 +154,8 @@ static void dispatch(struct vnc_app *app, XEvent *ev, uint64_t now)
 	if (vnc_capture_handle_event(app->cap, ev, now))
 		return;
 	if (vnc_cursor_handle_event(app->cur, ev))
+		return;
+	if (vnc_pointer_handle_event(app->ptr, ev))
 		return;
 	if (app->in && vnc_input_handle_event(app->in, ev))
 		return;
@@ -186,6 +206,8 @@ int vnc_app_run(struct vnc_app *app)
 		}
 		if (app->in)
 			vnc_input_run(app->in, now);
+		vnc_pointer_run(app->ptr, now);
+		vnc_marker_run(vnc_server_marker(app->srv), now);
 		if (vnc_capture_run(app->cap, now, &e) == -1) {
 			log_error("cannot go on serving this screen", "{s:s}", "error", e.msg);
 			return 1;
@@ -211,6 +233,9 @@ int vnc_app_run(struct vnc_app *app)
 			timeout = min_timeout(timeout, vnc_http_timeout_ms(app->http, now));
 		if (app->in)
 			timeout = min_timeout(timeout, vnc_input_timeout_ms(app->in, now));
+		timeout = min_timeout(timeout, vnc_pointer_timeout_ms(app->ptr, now));
+		timeout = min_timeout(timeout,
+				      vnc_marker_timeout_ms(vnc_server_marker(app->srv), now));
 		if (XQLength(dpy) > 0)
 			timeout = 0;
 
@@ -246,6 +271,7 @@ void vnc_app_stop(struct vnc_app *app)
 		close(app->rfb_fd);
 	/* The server first: it owns the cursor and uses the framebuffer. */
 	vnc_server_free(app->srv);
+	vnc_pointer_free(app->ptr);
 	vnc_cursor_free(app->cur);
 	vnc_input_free(app->in);
 	vnc_capture_free(app->cap);

@@ -2,10 +2,9 @@
  *
  * XFixes gives ARGB with premultiplied alpha.  libvncserver wants the
  * colour in the server's pixel format plus, separately, an alpha channel
- * (used when it paints the cursor into the frame itself) and a 1-bit mask
- * (sent to viewers with the RichCursor pseudo-encoding).  The colours are
- * un-premultiplied so that a viewer which only has the mask does not show
- * darkened edges. */
+ * (what it blends with when it paints the cursor into a frame) and a 1-bit
+ * mask.  The colours are un-premultiplied because libvncserver multiplies
+ * by the alpha itself. */
 #include "cursor.h"
 
 #include "common/log.h"
@@ -15,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libvncserver sends a cursor shape in one update buffer of UPDATE_BUF_SIZE
- * bytes; a larger shape makes the send fail.  Keep a margin for headers. */
-#define CURSOR_MAX_BYTES (UPDATE_BUF_SIZE - 512)
-
 struct vnc_cursor {
 	struct vnc_display *d;
 	rfbScreenInfoPtr screen;
@@ -26,31 +21,20 @@ struct vnc_cursor {
 	bool have_serial;
 };
 
-static size_t shape_bytes(int w, int h)
-{
-	return (size_t)w * (size_t)h * 4 + (size_t)((w + 7) / 8) * (size_t)h;
-}
-
-/* Builds an rfbCursor from an XFixes image, shrinking it by whole factors
- * if it is too big to send.  Returns NULL when out of memory. */
+/* Builds an rfbCursor from an XFixes image.  Returns NULL when out of
+ * memory. */
 static rfbCursorPtr make_cursor(const XFixesCursorImage *xc)
 {
-	int step = 1, w, h, row_bytes;
+	int w = xc->width, h = xc->height, row_bytes = (w + 7) / 8;
 	rfbCursorPtr c;
 
-	while (shape_bytes((xc->width + step - 1) / step, (xc->height + step - 1) / step) >
-	       CURSOR_MAX_BYTES)
-		step *= 2;
-	w = (xc->width + step - 1) / step;
-	h = (xc->height + step - 1) / step;
-	row_bytes = (w + 7) / 8;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->width = (unsigned short)w;
 	c->height = (unsigned short)h;
-	c->xhot = (unsigned short)(xc->xhot / step);
-	c->yhot = (unsigned short)(xc->yhot / step);
+	c->xhot = (unsigned short)xc->xhot;
+	c->yhot = (unsigned short)xc->yhot;
 	c->richSource = calloc((size_t)w * (size_t)h, 4);
 	c->alphaSource = calloc((size_t)w * (size_t)h, 1);
 	c->mask = calloc((size_t)row_bytes * (size_t)h, 1);
@@ -69,8 +53,7 @@ static rfbCursorPtr make_cursor(const XFixesCursorImage *xc)
 	c->alphaPreMultiplied = FALSE;
 	for (int y = 0; y < h; y++) {
 		for (int x = 0; x < w; x++) {
-			unsigned long p = xc->pixels[(size_t)(y * step) * xc->width +
-						     (size_t)(x * step)];
+			unsigned long p = xc->pixels[(size_t)y * w + (size_t)x];
 			uint32_t a = (uint32_t)(p >> 24) & 0xff;
 			uint32_t r = (uint32_t)(p >> 16) & 0xff;
 			uint32_t g = (uint32_t)(p >> 8) & 0xff;

@@ -1,7 +1,8 @@
 /* Cursor shape: follows the X cursor with XFixes and hands every new shape
- * to libvncserver, which sends it to viewers that draw the cursor locally
- * (noVNC does) and paints it into the frame for those that do not.  The X
- * framebuffer itself never contains the cursor. */
+ * to libvncserver, which paints it into the frames it sends at the
+ * pointer's position (pointer.c says where; server.c why no viewer gets
+ * the shape to draw itself).  The X framebuffer never contains the
+ * cursor. */
 #ifndef CLOCHE_VNC_CURSOR_H
 #define CLOCHE_VNC_CURSOR_H
 

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 
+#include <X11/extensions/XInput2.h>
 #include <X11/extensions/XShm.h>
 #include <X11/extensions/XTest.h>
 #include <X11/extensions/Xdamage.h>
@@ -99,6 +100,12 @@ int vnc_display_open(struct vnc_display *d, const char *name, struct err *e)
 	if (major < 2)
 		return err_set(e, 0, "display `%s` has XFIXES %d; need 2 or later", name, major);
 	d->have_shm = XShmQueryVersion(d->dpy, &major, &minor, &pixmaps);
+	/* Optional: without it the pointer is only known from viewers. */
+	major = 2, minor = 2;
+	if (!XQueryExtension(d->dpy, "XInputExtension", &d->xi_opcode, &ev, &er) ||
+	    XIQueryVersion(d->dpy, &major, &minor) != Success || major < 2 ||
+	    (major == 2 && minor < 2))
+		d->xi_opcode = 0;
 	return 0;
 }
 

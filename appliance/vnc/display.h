@@ -1,5 +1,6 @@
 /* The X connection cloche-vnc serves: opening it, checking the extensions
- * the other modules rely on (MIT-SHM, DAMAGE, XFIXES, XTEST), and turning
+ * the other modules rely on (MIT-SHM, DAMAGE, XFIXES, XTEST, and XInput 2
+ * when present), and turning
  * a lost connection into a logged, non-zero exit the supervisor can see.
  *
  * The struct is public: capture, input and cursor all talk to the same
@@ -21,6 +22,7 @@ struct vnc_display {
 	int width, height;
 	int damage_event, damage_error; /* DAMAGE extension bases */
 	int fixes_event, fixes_error;   /* XFIXES extension bases */
+	int xi_opcode;                  /* XInputExtension 2.2 major opcode, 0 if absent */
 	bool have_shm;                  /* MIT-SHM usable (else XGetImage) */
 };
 

@@ -70,10 +70,14 @@ struct vnc_http {
 static const char *const redirect_defaults[] = {"autoconnect=1", "resize=scale", "reconnect=1"};
 
 /* Runs in the page before noVNC's modules: makes "scale" the resize mode
- * of a browser that never chose one.  noVNC 1.3 has no defaults.json. */
+ * of a browser that never chose one, and turns on noVNC's dot cursor (the
+ * pointer itself is painted into the frames, so without the dot a person
+ * has no local cursor at all; docs/vnc.md).  noVNC 1.3 has no
+ * defaults.json. */
 static const char inject_script[] =
-	"<script>/* cloche-vnc */try{if(localStorage.getItem(\"resize\")===null)"
-	"localStorage.setItem(\"resize\",\"scale\");}catch(e){}</script>";
+	"<script>/* cloche-vnc */try{for(const[k,v]of[[\"resize\",\"scale\"],"
+	"[\"show_dot\",\"true\"]])if(localStorage.getItem(k)===null)"
+	"localStorage.setItem(k,v);}catch(e){}</script>";
 
 static const struct {
 	const char *ext;

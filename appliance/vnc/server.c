@@ -22,11 +22,13 @@ struct vnc_client {
 	unsigned long id;
 	uint64_t since_ms;
 	char peer[64];
+	int buttons; /* the last button mask this viewer sent */
 };
 
 struct vnc_server {
 	rfbScreenInfoPtr screen;
 	struct vnc_input *in;
+	struct vnc_marker *marker;
 	bool view_only;
 	char *passwords[3]; /* NULL-terminated list for rfbCheckPasswordByList */
 	vnc_server_clients_fn on_clients;
@@ -96,17 +98,53 @@ static void on_key(rfbBool down, rfbKeySym ks, rfbClientPtr cl)
 		vnc_input_key(s->in, down != 0, (uint32_t)ks);
 }
 
+/* Announces the viewer's new presses of buttons 1-3 to the click markers,
+ * so that its own clicks get no ring on its own screen. */
+static void announce_presses(struct vnc_server *s, struct vnc_client *c, int mask,
+			     rfbClientPtr cl)
+{
+	int pressed = mask & ~c->buttons;
+
+	c->buttons = mask;
+	for (int b = 0; b < 3; b++)
+		if (pressed & (1 << b))
+			vnc_marker_expect(s->marker, cl, b + 1, util_now_ms());
+}
+
 static void on_pointer(int mask, int x, int y, rfbClientPtr cl)
 {
 	struct vnc_server *s = cl->screen->screenData;
 
 	/* a viewer who logged in with the view secret watches only (libvncserver
 	 * drops its input too) */
-	if (s->in && !s->view_only && !cl->viewOnly)
+	if (cl->viewOnly)
+		return;
+	if (s->in && !s->view_only) {
+		if (cl->clientData)
+			announce_presses(s, cl->clientData, mask, cl);
 		vnc_input_pointer(s->in, mask, x, y);
-	/* Keeps the position libvncserver paints the cursor at for viewers
-	 * that cannot draw it themselves. */
+	}
+	/* Moves the painted cursor at once, without waiting for X to say
+	 * where the pointer went. */
 	rfbDefaultPtrAddEvent(mask, x, y, cl);
+}
+
+/* Before each update: the cursor is painted into the frames of every
+ * viewer (see vnc_server_new), and so are the click rings it should see. */
+static void on_display(rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	cl->enableCursorShapeUpdates = FALSE;
+	vnc_marker_paint(s->marker, cl);
+}
+
+static void on_display_done(rfbClientPtr cl, int result)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	(void)result;
+	vnc_marker_unpaint(s->marker);
 }
 
 static void on_client_gone(rfbClientPtr cl)
@@ -121,6 +159,7 @@ static void on_client_gone(rfbClientPtr cl)
 	free(cl->wsctx);
 	cl->wsctx = NULL;
 #endif
+	vnc_marker_client_gone(s->marker, cl);
 	if (!c)
 		return;
 	log_info("client disconnected", "{s:s, s:I, s:I}", "addr", c->peer, "client",
@@ -260,6 +299,11 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 	}
 	s->screen = sc;
 	sc->screenData = s;
+	s->marker = vnc_marker_new(sc, e);
+	if (!s->marker) {
+		vnc_server_free(s);
+		return NULL;
+	}
 	sc->frameBuffer = fb;
 	sc->desktopName = o->name;
 	/* Xvfb's 24-bit visual: 0x00RRGGBB in a little-endian 32-bit word. */
@@ -288,6 +332,13 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 	sc->newClientHook = on_new_client;
 	sc->kbdAddEvent = on_key;
 	sc->ptrAddEvent = on_pointer;
+	/* Every viewer gets the cursor painted into its frames at the X
+	 * pointer's position (pointer.c) rather than a shape to draw itself:
+	 * a viewer drawing its own cursor (noVNC) cannot be told where the
+	 * pointer went when someone else moved it.  on_display overrides the
+	 * RichCursor/XCursor choice a viewer makes in SetEncodings. */
+	sc->displayHook = on_display;
+	sc->displayFinishedHook = on_display_done;
 	sc->cursor = NULL;
 	if (s->passwords[0]) {
 		sc->authPasswdData = s->passwords;
@@ -302,6 +353,11 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s)
 {
 	return s->screen;
+}
+
+struct vnc_marker *vnc_server_marker(struct vnc_server *s)
+{
+	return s->marker;
 }
 
 void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web)
@@ -343,6 +399,7 @@ void vnc_server_free(struct vnc_server *s)
 		rfbShutdownServer(s->screen, TRUE);
 		rfbScreenCleanup(s->screen);
 	}
+	vnc_marker_free(s->marker);
 	for (int i = 0; s->passwords[i]; i++) {
 		explicit_bzero(s->passwords[i], strlen(s->passwords[i]));
 		free(s->passwords[i]);

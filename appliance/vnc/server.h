@@ -9,6 +9,7 @@
 #define CLOCHE_VNC_SERVER_H
 
 #include "input.h"
+#include "marker.h"
 #include "options.h"
 
 #include "common/err.h"
@@ -33,6 +34,9 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 
 /* The libvncserver screen (for capture and cursor). */
 rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s);
+
+/* The click markers shown to viewers, owned by the server. */
+struct vnc_marker *vnc_server_marker(struct vnc_server *s);
 
 /* Hands an accepted socket to libvncserver, which takes ownership: it
  * detects a WebSocket handshake on its own and otherwise speaks RFB.

@@ -291,6 +291,21 @@ else
 	not_ok "Shift with function keys is kept" "got '$(title)'"
 fi
 
+# ---------------------------------------------------------------- agent pointer
+# xdotool moves and clicks the X pointer the way mcp-desktop does (XTest);
+# noVNC in headless Chromium must show the pointer there and a click ring.
+# Both places are plain page background, right of the text.
+node tests/e2e/novnc-pointer-test.mjs --url "http://127.0.0.1:$HTTP/" --from 700,560 \
+	--to 1000,650 --pid "$VNC_PID" --out "$WORK" >"$WORK/pointer.txt" 2>&1
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "${line#ok - }" ;;
+	"not ok - "*) not_ok "${line#not ok - }" ;;
+	*) echo "$line" ;;
+	esac
+done <"$WORK/pointer.txt"
+check "noVNC pointer test ran to the end" grep -q 'viewer A gets no ring' "$WORK/pointer.txt"
+
 # ---------------------------------------------------------------- auth, view-only
 read -r RFB2 _ < <(free_ports $((RFB + 1))) || { not_ok "free ports"; exit 1; }
 printf 'secret12\n' >"$WORK/password"

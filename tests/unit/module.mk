@@ -11,11 +11,11 @@ TESTS += $(BUILD)/tests/unit-common
 
 UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/appliance/*.c)) \
 	$(BUILD)/obj/appliance/init/config.o $(BUILD)/obj/appliance/init/memguard.o \
-	$(BUILD)/obj/appliance/init/netcheck.o
+	$(BUILD)/obj/appliance/init/netcheck.o $(BUILD)/obj/appliance/vnc/marker.o
 $(BUILD)/obj/tests/unit/appliance/test_compat.o: CFLAGS += -DCOMPAT_SO='"$(BUILD)/lib/libcloche-compat.so"'
 $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB) | $(BUILD)/lib/libcloche-compat.so
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check libvncserver) $(COMMON_LIBS)
 
 TESTS += $(BUILD)/tests/unit-appliance
 

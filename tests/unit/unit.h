@@ -17,5 +17,6 @@ Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);
 Suite *suite_netcheck(void);
+Suite *suite_marker(void);
 
 #endif
