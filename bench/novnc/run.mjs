@@ -1,6 +1,6 @@
 // The viewer side of bench/novnc.sh: opens cloche-vnc's noVNC page (the one
-// the web port serves, through its one-link redirect) in headless Chromium
-// (playwright-core from tests/e2e), and over fixed windows, while the
+// the web port serves, through its one-link redirect) in headless Chromium,
+// and over fixed windows, while the
 // desktop's page scrolls and while it is idle, counts what noVNC received:
 // FramebufferUpdate messages, updates that reached the visible canvas (and
 // the gaps between them), WebSocket payload bytes; beside them the bytes the
