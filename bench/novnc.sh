@@ -15,6 +15,8 @@
 #   NOVNC_BENCH_IDLE_S    seconds measured while idle (20; 6 quick)
 #   NOVNC_BENCH_ROUNDS    scroll + idle rounds, medians reported (2; 1 quick)
 #   NOVNC_BENCH_PX        pixels scrolled per animation frame (4)
+#   NOVNC_BENCH_QUALITY   noVNC's JPEG quality, 0-9 (its default: 6), passed
+#                         in the link as a person could
 #   NOVNC_BENCH_VNC       another cloche-vnc binary (default: build/bin/cloche-vnc,
 #                         built first)
 set -euo pipefail
@@ -26,6 +28,8 @@ scroll_s=${NOVNC_BENCH_SCROLL_S:-$([[ $quick == 1 ]] && echo 6 || echo 20)}
 idle_s=${NOVNC_BENCH_IDLE_S:-$([[ $quick == 1 ]] && echo 6 || echo 20)}
 rounds=${NOVNC_BENCH_ROUNDS:-$([[ $quick == 1 ]] && echo 1 || echo 2)}
 px=${NOVNC_BENCH_PX:-4}
+quality=${NOVNC_BENCH_QUALITY:-}
+[[ -z $quality || $quality =~ ^[0-9]$ ]] || { echo "novnc: NOVNC_BENCH_QUALITY is 0-9, not $quality" >&2; exit 2; }
 out=bench/results/novnc.json
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 t0=$(date +%s)
@@ -120,7 +124,7 @@ for ((r = 0; r < rounds; r++)); do phases+=("scroll:$scroll_s" "idle:$idle_s"); 
 mkdir -p bench/results
 rc=0
 # In the background and waited for: a TERM runs the cleanup at once.
-node bench/novnc/run.mjs --url "http://127.0.0.1:$http/?secret=$secret" --http-port "$http" \
+node bench/novnc/run.mjs --url "http://127.0.0.1:$http/?secret=$secret${quality:+&quality=$quality}" --http-port "$http" \
 	--display "$disp" --wid "$wid" --vnc-pid "$vnc_pid" --xvfb-pid "$xvfb_pid" --desktop-sid "$desktop_sid" \
 	--phases "$(IFS=,; echo "${phases[*]}")" --profile "$tmp/viewer-profile" --out "$tmp/raw.json" &
 pids+=($!)
@@ -135,6 +139,7 @@ fi
 jq --arg at "$(date -u +%FT%TZ)" --argjson quick "$([[ $quick == 1 ]] && echo true || echo false)" \
 	--arg load_start "$load_start" --arg load_end "$(cut -d ' ' -f 1-3 /proc/loadavg)" \
 	--argjson seconds "$(($(date +%s) - t0))" --argjson px "$px" --argjson rounds "$rounds" \
+	--argjson quality "${quality:-6}" \
 	--arg commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 	--arg chromium "$(dpkg-query -W -f='${Version}' chromium 2>/dev/null || echo unknown)" \
 	--arg novnc "$(dpkg-query -W -f='${Version}' novnc 2>/dev/null || echo unknown)" '
@@ -143,7 +148,7 @@ jq --arg at "$(date -u +%FT%TZ)" --argjson quick "$([[ $quick == 1 ]] && echo tr
 	def med(kind; f): [.phases[] | select(.name == kind) | f] | median;
 	{bench: "novnc", measured_at: $at, quick: $quick, bench_seconds: $seconds,
 	 load_average: {start: $load_start, end: $load_end},
-	 display: "1280x800", scroll_px_per_frame: $px, rounds: $rounds,
+	 display: "1280x800", scroll_px_per_frame: $px, rounds: $rounds, novnc_quality: $quality,
 	 versions: {cloche_commit: $commit, chromium: $chromium, novnc: $novnc},
 	 scroll_fps: med("scroll"; .fps), scroll_mbit_s: med("scroll"; .mbit_s),
 	 scroll_desktop_fps: med("scroll"; .desktop_fps),

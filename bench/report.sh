@@ -280,7 +280,7 @@ plot_cdf bench/charts/wake.png "hibernation: every checkpoint, wake and fork (ms
 		# One row a measured window; CPU in % of one core.
 		jq -r 'def n: if . == null then "-" else tostring end;
 			"bench/novnc.sh, \(.measured_at): Xvfb \(.display), cloche-vnc, Chromium on the desktop scrolling an article by \(.scroll_px_per_frame) px a frame, " +
-			"noVNC \(.versions.novnc) from cloche-vnc'"'"'s web port in headless Chromium at 1:1, all on the host; load average \(.load_average.start) at the start. " +
+			"noVNC \(.versions.novnc) (JPEG quality \(.novnc_quality // 6)) from cloche-vnc'"'"'s web port in headless Chromium at 1:1, all on the host; load average \(.load_average.start) at the start. " +
 			"fps: updates that reached noVNC'"'"'s canvas; Mbit/s: WebSocket payload, server to viewer; CPU in % of one core.",
 			"",
 			"| window | s | fps (desktop drew) | gap p95 ms | Mbit/s | cloche-vnc | Xvfb | desktop Chromium | viewer Chromium | machine busy cores |",
