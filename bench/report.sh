@@ -54,6 +54,11 @@ set_fig browser_snapshot_ratio_median browser-pages '.summary.ratio_median'
 set_fig browser_snapshot_ratio_total browser-pages '.summary.ratio_total'
 set_fig browser_sentences_unreachable browser-pages '.summary.unreachable_ours'
 set_fig browser_snapshot_slowest_ms browser-pages '.summary.ours_snapshot_ms_max'
+set_fig novnc_scroll_fps novnc '.scroll_fps'
+set_fig novnc_scroll_mbit_s novnc '(.scroll_mbit_s * 10 | round / 10)'
+set_fig novnc_idle_kbit_s novnc '.idle_kbit_s'
+set_fig novnc_vnc_cpu_pct novnc '.scroll_cpu_pct.cloche_vnc'
+set_fig novnc_viewer_cpu_pct novnc '.scroll_cpu_pct.viewer_chromium'
 set_fig idle_sandbox_mem_mb node '((.memory.sentry_pss_mib + .memory.gofer_pss_mib) * 1.048576 | round)'
 # Only a fill that memory or the agent stopped measures the most; one that
 # stopped at its cap or time budget gives a lower bound (null, and why).
@@ -63,7 +68,8 @@ keys=(acquire_warm_p50_ms acquire_warm_p99_ms cold_start_s wake_l1_s wake_l2_s c
 	checkpoint_state_mb checkpoint_rootfs_delta_mb fork4_s proxy_vs_nginx_rps_ratio proxy_p99_ms
 	nginx_p99_ms mcp_shell_call_p50_ms mcp_screenshot_p50_ms mcp_snapshot_p50_ms
 	browser_snapshot_ratio_median browser_snapshot_ratio_total browser_sentences_unreachable
-	browser_snapshot_slowest_ms idle_sandbox_mem_mb max_ready_sandboxes)
+	browser_snapshot_slowest_ms novnc_scroll_fps novnc_scroll_mbit_s novnc_idle_kbit_s novnc_vnc_cpu_pct
+	novnc_viewer_cpu_pct idle_sandbox_mem_mb max_ready_sandboxes)
 
 # What each figure is, its target (from the issues and docs), and its unit.
 declare -A WHAT TARGET
@@ -86,6 +92,11 @@ WHAT[browser_snapshot_ratio_median]="mcp-browser's snapshot over playwright-mcp'
 WHAT[browser_snapshot_ratio_total]="the same, total: the pages' characters summed, ours over theirs"
 WHAT[browser_sentences_unreachable]="pages whose deep sentence mcp-browser cannot reach (snapshot, continuation, browser_find)"
 WHAT[browser_snapshot_slowest_ms]="mcp-browser browser_snapshot on the slowest page, median (headless, host)"
+WHAT[novnc_scroll_fps]="noVNC viewer, a page scrolling on the 1280x800 desktop: frames drawn per second (host, headless Chromium)"
+WHAT[novnc_scroll_mbit_s]="the same: WebSocket bandwidth, Mbit/s (H.264 in WebCodecs: about 3-4 for 1080p at 30 fps)"
+WHAT[novnc_idle_kbit_s]="noVNC viewer, idle screen: WebSocket bandwidth, kbit/s"
+WHAT[novnc_vnc_cpu_pct]="cloche-vnc CPU while the page scrolls, % of one core"
+WHAT[novnc_viewer_cpu_pct]="the viewer's Chromium (noVNC decoding and drawing) CPU while the page scrolls, % of one core"
 WHAT[idle_sandbox_mem_mb]="idle desktop sandbox: PSS of its host processes (MB)"
 WHAT[max_ready_sandboxes]="desktop sandboxes ready at once on this machine, added until MemAvailable would fall below 2 GiB or the agent refuses"
 TARGET[wake_l1_s]="<= 0.5"
@@ -261,6 +272,23 @@ plot_cdf bench/charts/wake.png "hibernation: every checkpoint, wake and fork (ms
 			 "(whole pages only, \(.pages_whole): median \(.ratio_median_whole | n), total \(.ratio_total_whole | n)); one answer against one answer, median \(.ratio_one_answer_median | n). " +
 			 "Sentences reachable: mcp-browser \(.reachable_ours)/\(.sentences), playwright-mcp \(.reachable_playwright)/\(.sentences).")' \
 			"$R/browser-pages.json"
+	fi
+	if [[ -s $R/novnc.json ]]; then
+		echo
+		echo "## What a person watching through noVNC gets"
+		echo
+		# One row a measured window; CPU in % of one core.
+		jq -r 'def n: if . == null then "-" else tostring end;
+			"bench/novnc.sh, \(.measured_at): Xvfb \(.display), cloche-vnc, Chromium on the desktop scrolling an article by \(.scroll_px_per_frame) px a frame, " +
+			"noVNC \(.versions.novnc) (JPEG quality \(.novnc_quality // 6)) from cloche-vnc'"'"'s web port in headless Chromium at 1:1, all on the host; load average \(.load_average.start) at the start. " +
+			"fps: updates that reached noVNC'"'"'s canvas; Mbit/s: WebSocket payload, server to viewer; CPU in % of one core.",
+			"",
+			"| window | s | fps (desktop drew) | gap p95 ms | Mbit/s | cloche-vnc | Xvfb | desktop Chromium | viewer Chromium | machine busy cores |",
+			"|---|---|---|---|---|---|---|---|---|---|",
+			(.phases[] | "| \(.name) | \(.seconds) | \(.fps) (\(.desktop_fps)) | \(.gap_ms.p95 | n) | \(.mbit_s) | \(.cpu_pct.cloche_vnc) | \(.cpu_pct.xvfb) | " +
+				"\(.cpu_pct.desktop_chromium) | \(.cpu_pct.viewer_chromium) | \(.machine_busy_cores) |"),
+			"",
+			"For comparison, H.264 through WebCodecs streams 1080p at 30 fps in about 3-4 Mbit/s."' "$R/novnc.json"
 	fi
 } >bench/RESULTS.md
 echo "wrote bench/RESULTS.md"

@@ -20,8 +20,8 @@ export CLOCHE_TEMPLATE
 # The rounds of a full run, sized so the whole stays under 30 minutes here
 # (expected about 25 on this 2-core VM: bench/node.sh 9-10, of which the
 # capacity fill 4-6 with a 10-minute budget; portal 5-6; hibernate 3;
-# browser-pages 2-3; the rest 1-2 each); quick mode keeps every path and
-# cuts the repetitions.
+# browser-pages 2-3; novnc under 2; the rest 1-2 each); quick mode keeps
+# every path and cuts the repetitions.
 if [[ ${CLOCHE_BENCH_QUICK:-0} == 1 ]]; then
 	export BENCH_BOOTS=${BENCH_BOOTS:-1} BENCH_SETTLE_S=${BENCH_SETTLE_S:-5} BENCH_IDLE_S=${BENCH_IDLE_S:-5}
 	export NODE_BENCH_COLD=${NODE_BENCH_COLD:-1} NODE_BENCH_WARM=${NODE_BENCH_WARM:-1}
@@ -41,7 +41,7 @@ else
 	export PORTAL_BENCH_WARM_N=${PORTAL_BENCH_WARM_N:-30}
 fi
 
-benches=(boot node portal proxy hibernate mcp mcp-desktop mcp-browser browser-pages)
+benches=(boot node portal proxy hibernate mcp mcp-desktop mcp-browser browser-pages novnc)
 if [[ -n ${CLOCHE_BENCH:-} ]]; then
 	read -r -a benches <<<"$CLOCHE_BENCH"
 fi
