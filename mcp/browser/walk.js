@@ -22,6 +22,7 @@
 	const ids = new WeakMap();
 	const els = new Map();
 	let next = 1;
+	let swept = 0; /* els.size after the last sweep */
 
 	const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'meta', 'link', 'title',
 		'base', 'param', 'source', 'track', 'datalist', 'colgroup', 'col', 'br', 'wbr']);
@@ -519,6 +520,14 @@
 		root.backendDOMNodeId = idOf(doc.documentElement);
 		if (doc.body || doc.documentElement)
 			visit(doc.body || doc.documentElement, root, true);
+		// numbers of elements gone from the page are forgotten when the
+		// table has doubled since it was last swept
+		if (els.size > 50000 && els.size > 2 * swept) {
+			for (const [k, r] of els)
+				if (!r.deref())
+					els.delete(k);
+			swept = els.size;
+		}
 		return JSON.stringify({url: location.href, title: doc.title, truncated,
 			ms: Math.round(performance.now() - t0), nodes});
 	}
