@@ -81,12 +81,16 @@ static void drain_apply(struct px_rt *rt, const struct drain_ctx *d)
 }
 
 /* px_routes_each: the entries of sandbox d->id, by the portal's id or by
- * the node agent's. */
+ * the node agent's.  Not only while the route says the sandbox is here:
+ * the resume after a wake can come while the entry still waits for the
+ * portal to say it is ready again, and a resume that missed it would hold
+ * its requests until the drain ran out (seen: a noVNC reconnect 504ed). */
 static void drain_one(struct px_rt *rt, void *ud)
 {
 	struct drain_ctx *d = ud;
 
-	if (strcmp(rt->id, d->id) != 0 && !(rt->kind == PX_RT_LOCAL && strcmp(rt->sid, d->id) == 0))
+	if (strcmp(rt->id, d->id) != 0 && !(rt->kind != PX_RT_REMOTE && rt->kind != PX_RT_TCP &&
+					    strcmp(rt->sid, d->id) == 0))
 		return;
 	drain_apply(rt, d);
 	if (!d->answer)
