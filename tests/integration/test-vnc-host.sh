@@ -2,7 +2,8 @@
 # Integration test of cloche-vnc on the host (no sandbox): a private Xvfb
 # with Chromium showing a test page, cloche-vnc on free ports, and real
 # clients (Debian's vncsnapshot, our libvncclient-based vnc-client, noVNC
-# in headless Chromium) checking frames, input, the web port, idle CPU,
+# in headless Chromium, xclip, mcp-desktop) checking frames, input, the web
+# port, the clipboard both ways (and CLOCHE_CLIPBOARD=off), idle CPU,
 # authentication, view-only mode and shutdown.
 #
 # Run from the repository root after `make`: BUILD=build (default) selects
@@ -108,7 +109,7 @@ json_field() { # json_field JSON NAME: a number/boolean field of a flat JSON lin
 }
 
 # ---------------------------------------------------------------- set-up
-for tool in Xvfb chromium vncsnapshot xdotool djpeg curl; do
+for tool in Xvfb chromium vncsnapshot xdotool xclip djpeg curl node; do
 	if ! command -v "$tool" >/dev/null; then
 		not_ok "prerequisites" "$tool is not installed"
 		exit 1
@@ -259,6 +260,44 @@ else
 	not_ok "noVNC in Chromium connects through the web port's WebSocket"
 fi
 wait "$HEADLESS_PID" 2>/dev/null
+
+# ---------------------------------------------------------------- clipboard
+# noVNC in headless Chromium against the X clipboard, set and read with
+# xclip and with mcp-desktop's clipboard tools (the same selection module).
+MCP=$BUILD/bin/mcp-desktop
+MCP_PORT=$(for p in $(seq 18300 18399); do port_free "$p" && { echo "$p"; break; }; done)
+"$MCP" --display "$DISP" --listen 127.0.0.1 --port "$MCP_PORT" 2>"$WORK/mcp.log" &
+PIDS+=($!)
+listening() { ! port_free "$1"; }
+wait_for 15 listening "$MCP_PORT" ||
+	not_ok "mcp-desktop starts beside cloche-vnc" "$(tail -3 "$WORK/mcp.log")"
+clip_test() { # clip_test HTTP_PORT [--off 1]: the e2e script's lines, indented
+	local port=$1
+	shift
+	node tests/e2e/novnc-clipboard-test.mjs --url "http://127.0.0.1:$port/" --display "$DISP" \
+		--mcp "http://127.0.0.1:$MCP_PORT/mcp" "$@" >"$WORK/clip.txt" 2>&1
+	local status=$?
+	sed 's/^/# /' "$WORK/clip.txt"
+	return $status
+}
+check "clipboard both ways between noVNC and the X display (xclip, clipboard_set, panel, API)" clip_test "$HTTP"
+check "... a viewer's text over 1 MiB is refused with a log line" \
+	log_has "refused a viewer's clipboard text over the limit"
+got=$(node tests/e2e/mcp-call.mjs --url "http://127.0.0.1:$MCP_PORT/mcp" --tool clipboard_get)
+check "mcp-desktop's clipboard_get reads what noVNC pasted (got '$got')" grep -q '^clipboardPasteFrom' <<<"$got"
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | xclip -selection clipboard 2>/dev/null
+check "a copy over 1 MiB in the sandbox is not sent, with a log line" \
+	wait_for 5 log_has "the clipboard's new text was not read"
+
+read -r _ HTTP4 < <(free_ports 15950) || { not_ok "free ports"; exit 1; }
+CLOCHE_CLIPBOARD=off "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port 0 \
+	--http-port "$HTTP4" 2>"$WORK/vnc4.log" &
+PIDS+=($!)
+if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc4.log"; then
+	check "CLOCHE_CLIPBOARD=off: nothing crosses either way" clip_test "$HTTP4" --off 1
+else
+	not_ok "an instance with CLOCHE_CLIPBOARD=off starts"
+fi
 
 # ---------------------------------------------------------------- input
 "$CLIENT" --port "$RFB" --move 640,400 >/dev/null
