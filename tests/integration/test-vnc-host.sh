@@ -267,7 +267,8 @@ wait "$HEADLESS_PID" 2>/dev/null
 MCP=$BUILD/bin/mcp-desktop
 MCP_PORT=$(for p in $(seq 18300 18399); do port_free "$p" && { echo "$p"; break; }; done)
 "$MCP" --display "$DISP" --listen 127.0.0.1 --port "$MCP_PORT" 2>"$WORK/mcp.log" &
-PIDS+=($!)
+MCP_PID=$!
+PIDS+=("$MCP_PID")
 listening() { ! port_free "$1"; }
 wait_for 15 listening "$MCP_PORT" ||
 	not_ok "mcp-desktop starts beside cloche-vnc" "$(tail -3 "$WORK/mcp.log")"
@@ -285,6 +286,12 @@ check "... a viewer's text over 1 MiB is refused with a log line" \
 	log_has "refused a viewer's clipboard text over the limit"
 got=$(node tests/e2e/mcp-call.mjs --url "http://127.0.0.1:$MCP_PORT/mcp" --tool clipboard_get)
 check "mcp-desktop's clipboard_get reads what noVNC pasted (got '$got')" grep -q '^clipboardPasteFrom' <<<"$got"
+# ctrl+v in Chromium pastes it (the field's value is the window title),
+# then the field is emptied again for the typing checks below.
+"$CLIENT" --port "$RFB" --click 500,265 --key ctrl+a --key BackSpace --key ctrl+v >/dev/null
+pasted() { [ "$(xdotool getwindowname "$WID" | sed 's/^T://; s/ - Chromium$//')" = "$got" ]; }
+check "ctrl+v in Chromium pastes a viewer's text" wait_for 10 pasted
+"$CLIENT" --port "$RFB" --click 500,265 --key ctrl+a --key BackSpace >/dev/null
 head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | xclip -selection clipboard 2>/dev/null
 check "a copy over 1 MiB in the sandbox is not sent, with a log line" \
 	wait_for 5 log_has "the clipboard's new text was not read"
@@ -298,6 +305,8 @@ if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc4.log"; then
 else
 	not_ok "an instance with CLOCHE_CLIPBOARD=off starts"
 fi
+kill -TERM "$MCP_PID" # its keymap bindings stay out of the typing checks
+wait "$MCP_PID" 2>/dev/null
 
 # ---------------------------------------------------------------- input
 "$CLIENT" --port "$RFB" --move 640,400 >/dev/null
