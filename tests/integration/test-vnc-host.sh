@@ -292,6 +292,20 @@ check "mcp-desktop's clipboard_get reads what noVNC pasted (got '$got')" grep -q
 pasted() { [ "$(xdotool getwindowname "$WID" | sed 's/^T://; s/ - Chromium$//')" = "$got" ]; }
 check "ctrl+v in Chromium pastes a viewer's text" wait_for 10 pasted
 "$CLIENT" --port "$RFB" --click 500,265 --key ctrl+a --key BackSpace >/dev/null
+# A plain RFB viewer (vnc-client on libvncclient, no extended clipboard):
+# Latin-1 both ways, `?` for characters Latin-1 lacks.
+"$CLIENT" --port "$RFB" --paste 'from a VNC client: naïve ½' >/dev/null
+got=$(timeout 3 xclip -o -selection clipboard)
+check "a plain RFB viewer's cut text becomes the X clipboard (got '$got')" \
+	test "$got" = 'from a VNC client: naïve ½'
+rm -f "$WORK/cut.txt"
+"$CLIENT" --port "$RFB" --sleep 2500 --cut-text "$WORK/cut.txt" >/dev/null &
+CUT_PID=$!
+sleep 1
+printf 'copied for RFB: café € 日本' | xclip -selection clipboard
+wait "$CUT_PID"
+got=$(cat "$WORK/cut.txt" 2>/dev/null)
+check "a plain RFB viewer gets a copy in Latin-1 (got '$got')" test "$got" = 'copied for RFB: café ? ??'
 head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | xclip -selection clipboard 2>/dev/null
 check "a copy over 1 MiB in the sandbox is not sent, with a log line" \
 	wait_for 5 log_has "the clipboard's new text was not read"
@@ -307,6 +321,7 @@ else
 fi
 kill -TERM "$MCP_PID" # its keymap bindings stay out of the typing checks
 wait "$MCP_PID" 2>/dev/null
+check "mcp-desktop exits 0 on SIGTERM after the clipboard checks" test $? = 0
 
 # ---------------------------------------------------------------- input
 "$CLIENT" --port "$RFB" --move 640,400 >/dev/null
