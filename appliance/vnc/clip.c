@@ -105,22 +105,67 @@ static void on_cut_text_utf8(char *str, int len, rfbClientPtr cl)
 	free(text);
 }
 
-/* Text an X client copied: to every viewer.  libvncserver sends viewers
- * of the extended clipboard the UTF-8 (noVNC 1.3 asks for it after a
- * notification, since it takes no unsolicited text) and the others the
- * Latin-1 fallback. */
+struct hidden {
+	rfbClientPtr cl;
+	rfbSocket sock;
+};
+
+/* Hides the watch-only viewers from libvncserver's client iteration, for
+ * one send: its iterator skips clients whose socket is closed.  Returns
+ * them (malloc'ed, *n of them, NULL when none); false when out of memory. */
+static bool hide_watchers(rfbScreenInfoPtr screen, struct hidden **out, size_t *n)
+{
+	rfbClientIteratorPtr it = rfbGetClientIterator(screen);
+	struct hidden *h;
+	rfbClientPtr cl;
+	size_t count = 0;
+
+	*out = NULL;
+	*n = 0;
+	while ((cl = rfbClientIteratorNext(it)) != NULL)
+		count += cl->viewOnly != 0;
+	rfbReleaseClientIterator(it);
+	if (count == 0)
+		return true;
+	h = calloc(count, sizeof(*h));
+	if (!h)
+		return false;
+	it = rfbGetClientIterator(screen);
+	while (*n < count && (cl = rfbClientIteratorNext(it)) != NULL) {
+		if (cl->viewOnly)
+			h[(*n)++] = (struct hidden){cl, cl->sock};
+	}
+	rfbReleaseClientIterator(it);
+	for (size_t i = 0; i < *n; i++)
+		h[i].cl->sock = RFB_INVALID_SOCKET;
+	*out = h;
+	return true;
+}
+
+/* Text an X client copied: to every viewer that may control, not to those
+ * who only watch (the clipboard may hold what the screen does not show).
+ * libvncserver sends viewers of the extended clipboard the UTF-8 (noVNC
+ * 1.3 asks for it after a notification, since it takes no unsolicited
+ * text) and the others the Latin-1 fallback.  (Its send must always get a
+ * fallback: 0.9.14 leaves a plain viewer's send lock held without one.) */
 static void to_viewers(struct vnc_clip *c, char *text, size_t len)
 {
-	char *latin1;
-	size_t n;
+	struct hidden *hidden = NULL;
+	char *latin1 = NULL;
+	size_t n, nh;
 
 	if (same_as_last(c, text, len))
 		return;
-	if (utf8_to_latin1(text, len, &latin1, &n) == -1) {
+	if (utf8_to_latin1(text, len, &latin1, &n) == -1 ||
+	    !hide_watchers(c->screen, &hidden, &nh)) {
 		log_warn("out of memory for the clipboard's text", NULL);
+		free(latin1);
 		return;
 	}
 	rfbSendServerCutTextUTF8(c->screen, text, (int)len, latin1, (int)n);
+	for (size_t i = 0; i < nh; i++)
+		hidden[i].cl->sock = hidden[i].sock;
+	free(hidden);
 	free(latin1);
 	log_info("clipboard to viewers", "{s:I}", "bytes", (json_int_t)len);
 }

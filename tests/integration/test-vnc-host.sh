@@ -434,6 +434,24 @@ if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc3.log"; then
 	check "secret: an RFB client without the password is refused" test $? = 1
 	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --timeout 10 >/dev/null 2>&1
 	check "secret: an RFB client with it as the VNC password gets a frame" test $? = 0
+	# The clipboard goes to viewers with control, not to those who watch
+	# (the view secret's login), and a watcher's cut text is dropped.
+	printf 'cloche-vnc view-only' | openssl dgst -sha256 -hmac "$SECRET" -binary | base64 -w0 |
+		tr '+/' '-_' | tr -d '=' | cut -c1-32 >"$WORK/view"
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --sleep 2500 \
+		--cut-text "$WORK/cut-ctl.txt" >/dev/null 2>&1 &
+	p1=$!
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/view" --sleep 2500 \
+		--cut-text "$WORK/cut-view.txt" >/dev/null 2>&1 &
+	p2=$!
+	sleep 1
+	printf 'for control only %s' $$ | xclip -selection clipboard
+	wait "$p1" "$p2"
+	check "a copy reaches a viewer with control ($(cat "$WORK/cut-ctl.txt" 2>/dev/null)), not a watcher" \
+		test "$(cat "$WORK/cut-ctl.txt" 2>/dev/null)" = "for control only $$" -a ! -e "$WORK/cut-view.txt"
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/view" --paste 'from a watcher' >/dev/null 2>&1
+	check "a watcher's cut text does not reach the clipboard" \
+		test "$(timeout 3 xclip -o -selection clipboard)" = "for control only $$"
 	hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP3/?secret=$SECRET")
 	check "GET /?secret= redirects to noVNC with the WebSocket path and the password" \
 		grep -qi "^Location: vnc.html?secret=$SECRET&path=websockify%3Fsecret%3D$SECRET&password=$SECRET&autoconnect=1" <<<"$hdrs"
