@@ -10,7 +10,7 @@ VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c))
 $(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \
-		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes xi)
+		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes xi) -lpthread
 
 BINS += $(BUILD)/bin/cloche-init $(BUILD)/bin/cloche-vnc
 

@@ -9,6 +9,7 @@
 #include "app.h"
 
 #include "capture.h"
+#include "clip.h"
 #include "cursor.h"
 #include "display.h"
 #include "http.h"
@@ -42,6 +43,7 @@ struct vnc_app {
 	struct vnc_pointer *ptr;
 	struct vnc_server *srv;
 	struct vnc_http *http;
+	struct vnc_clip *clip;
 	int rfb_fd;
 	int sig_fd;
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
@@ -113,6 +115,9 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 	app->ptr = vnc_pointer_new(&app->disp, vnc_server_screen(app->srv), o->frame_ms, on_click,
 				   app, e);
 	if (!app->ptr)
+		goto fail;
+	app->clip = vnc_clip_new(o->display, vnc_server_screen(app->srv), e);
+	if (!app->clip)
 		goto fail;
 	if (o->rfb_port) {
 		app->rfb_fd = vnc_net_listen(o->listen, o->rfb_port, e);
@@ -213,11 +218,14 @@ int vnc_app_run(struct vnc_app *app)
 			return 1;
 		}
 		vnc_server_process(app->srv);
+		vnc_clip_run(app->clip);
 		XFlush(dpy);
 
 		app->fds[n++] = (struct pollfd){.fd = app->sig_fd, .events = POLLIN};
 		/* X input itself is read by XPending() at the top of the loop. */
 		app->fds[n++] = (struct pollfd){.fd = ConnectionNumber(dpy), .events = POLLIN};
+		if (vnc_clip_fd(app->clip) >= 0)
+			app->fds[n++] = (struct pollfd){.fd = vnc_clip_fd(app->clip), .events = POLLIN};
 		if (app->rfb_fd >= 0) {
 			rfb_at = n;
 			app->fds[n++] = (struct pollfd){.fd = app->rfb_fd, .events = POLLIN};
@@ -272,6 +280,7 @@ void vnc_app_stop(struct vnc_app *app)
 	/* The server first: it owns the cursor and uses the framebuffer. */
 	vnc_server_free(app->srv);
 	vnc_pointer_free(app->ptr);
+	vnc_clip_free(app->clip);
 	vnc_cursor_free(app->cur);
 	vnc_input_free(app->in);
 	vnc_capture_free(app->cap);

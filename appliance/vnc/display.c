@@ -18,13 +18,17 @@
 #include <unistd.h>
 
 static bool g_x_error;
+static Display *g_dpy; /* the main connection, whose errors g_x_error records */
 
 static int on_x_error(Display *dpy, XErrorEvent *ev)
 {
 	char text[128];
 
 	XGetErrorText(dpy, ev->error_code, text, sizeof(text));
-	g_x_error = true;
+	/* The handler is the process's: the clipboard's connection, on its
+	 * own thread, must not flag errors the capture would take as its own. */
+	if (dpy == g_dpy)
+		g_x_error = true;
 	log_debug("X protocol error", "{s:s, s:i, s:i, s:i}", "error", text, "request",
 		  (int)ev->request_code, "minor", (int)ev->minor_code, "serial",
 		  (int)ev->serial);
@@ -72,6 +76,7 @@ int vnc_display_open(struct vnc_display *d, const char *name, struct err *e)
 	d->dpy = XOpenDisplay(name);
 	if (!d->dpy)
 		return err_set(e, 0, "cannot open X display `%s`", name);
+	g_dpy = d->dpy;
 	d->screen = DefaultScreen(d->dpy);
 	d->root = RootWindow(d->dpy, d->screen);
 	if (!XGetWindowAttributes(d->dpy, d->root, &wa))

@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/utf8.h"
 
 #include <X11/keysym.h>
 #include <errno.h>
@@ -639,7 +640,7 @@ static int do_type(struct desk_actions *a, const json_t *args, const struct desk
 	}
 	/* All characters are checked before the first key goes out. */
 	for (p = text, end = text + len; p < end;) {
-		int32_t cp = desk_utf8_next(&p, end);
+		int32_t cp = utf8_next(&p, end);
 		uint32_t ks;
 
 		if (cp < 0) {

@@ -2,6 +2,8 @@
  * keysym name table (XStringToKeysym needs no display). */
 #include "keys.h"
 
+#include "common/utf8.h"
+
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <X11/keysym.h>
@@ -39,39 +41,6 @@ static const struct alias aliases[] = {
 	{"printscreen", XK_Print},   {"print", XK_Print},        {"menu", XK_Menu},
 	{"pause", XK_Pause},         {"plus", XK_plus},          {"minus", XK_minus},
 };
-
-int32_t desk_utf8_next(const char **p, const char *end)
-{
-	const unsigned char *s = (const unsigned char *)*p;
-	uint32_t cp, min;
-	int n;
-
-	if ((const char *)s >= end)
-		return -1;
-	if (s[0] < 0x80) {
-		*p += 1;
-		return s[0];
-	}
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 1, cp = s[0] & 0x1f, min = 0x80;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 2, cp = s[0] & 0x0f, min = 0x800;
-	else if ((s[0] & 0xf8) == 0xf0)
-		n = 3, cp = s[0] & 0x07, min = 0x10000;
-	else
-		return -1;
-	if (end - (const char *)s <= n)
-		return -1;
-	for (int i = 1; i <= n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return -1;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return -1;
-	*p += n + 1;
-	return (int32_t)cp;
-}
 
 uint32_t desk_keys_char(uint32_t cp)
 {
@@ -125,7 +94,7 @@ int desk_keys_name(const char *name, size_t len, uint32_t *ks, struct err *e)
 		*ks = (uint32_t)k;
 		return 0;
 	}
-	cp = desk_utf8_next(&p, name + len);
+	cp = utf8_next(&p, name + len);
 	if (cp >= 0 && p == name + len && desk_keys_char((uint32_t)cp)) {
 		*ks = desk_keys_char((uint32_t)cp);
 		return 0;

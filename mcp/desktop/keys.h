@@ -38,10 +38,6 @@ int desk_keys_sequence(const char *s, struct desk_combo *out, int max, int *n, s
  * and scroll actions: "shift", "ctrl+alt").  0 or -1 with e set. */
 int desk_keys_modifiers(const char *s, struct desk_combo *c, struct err *e);
 
-/* Decodes the next UTF-8 character at *p (before end), advancing *p.
- * Returns the code point, or -1 for a malformed sequence. */
-int32_t desk_utf8_next(const char **p, const char *end);
-
 /* The keysym that types code point cp (Latin-1 and ASCII are their own
  * keysyms, the rest 0x01000000 + cp; newline and tab are Return and Tab).
  * 0 for control characters that have no key. */

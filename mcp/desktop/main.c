@@ -3,11 +3,11 @@
  * vocabulary models are trained on.  Options come through common/cfg
  * (defaults < --config file < MCP_DESKTOP_* environment < flags). */
 #include "actions.h"
-#include "clip.h"
 #include "geom.h"
 #include "screen.h"
 #include "tools.h"
 
+#include "appliance/x11/x11_clip.h"
 #include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 	struct desk_actions_opts ao = {0};
 	struct desk_screen *scr = NULL;
 	struct desk_actions *act = NULL;
-	struct desk_clip *clip = NULL;
+	struct x11_clip *clip = NULL;
 	struct mcp_server *srv = NULL;
 	struct err e = ERR_INIT;
 	long long port, level;
@@ -94,7 +94,10 @@ int main(int argc, char **argv)
 	act = desk_actions_new(scr, &ao, &e);
 	if (!act)
 		goto out;
-	if (cfg_bool(c, "clipboard") && !(clip = desk_clip_open(cfg_str(c, "display"), 0, &e)))
+	/* The sandbox's switch (CLOCHE_CLIPBOARD, shared with cloche-vnc) and
+	 * ours must both allow it. */
+	if (cfg_bool(c, "clipboard") && x11_clip_env_enabled() &&
+	    !(clip = x11_clip_open(cfg_str(c, "display"), 0, 0, &e)))
 		goto out;
 	srv = mcp_server_new(&(struct mcp_server_opts){.name = "cloche-desktop",
 						      .version = "0.1.0",
@@ -121,7 +124,7 @@ out:
 		log_error("mcp-desktop failed", "{s:s}", "error", e.msg);
 	mcp_server_free(srv);
 	desk_tools_release();
-	desk_clip_close(clip);
+	x11_clip_close(clip);
 	desk_actions_free(act);
 	desk_screen_close(scr);
 	cfg_free(c);

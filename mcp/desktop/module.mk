@@ -17,12 +17,12 @@ $(BUILD)/bin/mcp-desktop: $(MCP_DESKTOP_OBJS) $(BUILD)/lib/libmcp.a $(BUILD)/lib
 BINS += $(BUILD)/bin/mcp-desktop
 
 # Unit tests: key names, UTF-8, resampling and PNG, the screen hash and the
-# table of last images, sizes and presets, clipboard text (no display needed).
+# table of last images, sizes and presets (no display needed).
 UNIT_DESK_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/mcp-desktop/*.c))
 $(UNIT_DESK_OBJS): CFLAGS += $(call pc_cflags,$(MCP_DESKTOP_PKGS))
 $(BUILD)/tests/unit-mcp-desktop: $(UNIT_DESK_OBJS) $(BUILD)/obj/mcp/desktop/keys.o \
 		$(BUILD)/obj/mcp/desktop/image.o $(BUILD)/obj/mcp/desktop/seen.o \
-		$(BUILD)/obj/mcp/desktop/geom.o $(BUILD)/obj/mcp/desktop/clip.o $(COMMON_LIB)
+		$(BUILD)/obj/mcp/desktop/geom.o $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) \
 		$(MCP_DESKTOP_LIBS)

@@ -266,12 +266,12 @@ static char *keep(struct buf *b);
 
 static const char *const clip_off =
 	"the clipboard tools are disabled on this desktop by its operator "
-	"(mcp-desktop --no-clipboard)";
+	"(mcp-desktop --no-clipboard, or CLOCHE_CLIPBOARD=off for the sandbox)";
 
 static int clip_get_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
 		       struct err *e)
 {
-	struct desk_clip *c = mcp_call_ud(call);
+	struct x11_clip *c = mcp_call_ud(call);
 	struct err ce = ERR_INIT;
 	char *text = NULL;
 	size_t len = 0;
@@ -283,7 +283,7 @@ static int clip_get_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 		mcp_result_error(res, "%s", clip_off);
 		return 0;
 	}
-	rc = desk_clip_get(c, &text, &len, &ce);
+	rc = x11_clip_get(c, &text, &len, &ce);
 	if (rc == -1) {
 		mcp_result_error(res, "clipboard_get: %s", ce.msg);
 		return 0;
@@ -303,7 +303,7 @@ static int clip_get_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
 		       struct err *e)
 {
-	struct desk_clip *c = mcp_call_ud(call);
+	struct x11_clip *c = mcp_call_ud(call);
 	const json_t *v = json_object_get(args, "text");
 	struct err ce = ERR_INIT;
 	const char *text;
@@ -321,10 +321,10 @@ static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 		mcp_result_error(res, "%s", clip_off);
 		return 0;
 	}
-	if (len > desk_clip_max(c))
+	if (len > x11_clip_max(c))
 		return err_set(e, 0, "`text` is %zu bytes, over the clipboard limit of %zu bytes",
-			       len, desk_clip_max(c));
-	if (desk_clip_set(c, text, len, &ce) == -1) {
+			       len, x11_clip_max(c));
+	if (x11_clip_set(c, text, len, &ce) == -1) {
 		mcp_result_error(res, "clipboard_set: %s", ce.msg);
 		return 0;
 	}
@@ -338,11 +338,11 @@ static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 	return 0;
 }
 
-static int register_clipboard(struct mcp_server *srv, struct desk_clip *c, struct err *e)
+static int register_clipboard(struct mcp_server *srv, struct x11_clip *c, struct err *e)
 {
 	AUTOBUF struct buf d = BUF_INIT(1024);
 	AUTOBUF struct buf sch = BUF_INIT(1024);
-	size_t max = c ? desk_clip_max(c) : DESK_CLIP_MAX;
+	size_t max = c ? x11_clip_max(c) : X11_CLIP_MAX;
 	struct mcp_tool get = {.name = "clipboard_get",
 			       .title = "Read the clipboard",
 			       .description = "The text on the desktop's clipboard (what ctrl+c "
@@ -474,7 +474,7 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, con
 	return mcp_server_add_tool(srv, &t, e);
 }
 
-int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct desk_clip *clip,
+int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct x11_clip *clip,
 			struct err *e)
 {
 	char size[200];

@@ -9,7 +9,8 @@
 #define CLOCHE_DESK_TOOLS_H
 
 #include "actions.h"
-#include "clip.h"
+
+#include "appliance/x11/x11_clip.h"
 
 #include "mcp/lib/mcp.h"
 
@@ -19,7 +20,7 @@
  * (display_width_px x display_height_px) as of this call.  a and clip must
  * outlive the server; clip NULL means the operator disabled the clipboard
  * (its tools then answer a tool error saying so).  0 or -1 with e set. */
-int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct desk_clip *clip,
+int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct x11_clip *clip,
 			struct err *e);
 
 /* Frees the tool texts; after mcp_server_free() only. */

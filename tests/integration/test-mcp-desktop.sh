@@ -181,20 +181,23 @@ host_part() {
 
 	# Presets: screenshots of the preset's size, coordinates in it; auto
 	# keeps 1280x800 (WXGA has the display's aspect but is not smaller).
-	# --no-clipboard: the clipboard tools answer an error saying so.
-	local spec p3 pid3 name pw ph
-	for spec in "xga 1024 768" "WXGA 1280 800" "auto 1280 800" "640x400 640 400"; do
-		read -r name pw ph <<<"$spec"
+	# --no-clipboard, or the sandbox's CLOCHE_CLIPBOARD=off (shared with
+	# cloche-vnc): the clipboard tools answer an error saying so.
+	local spec p3 pid3 name pw ph off pre post
+	for spec in "xga 1024 768 --no-clipboard" "WXGA 1280 800 --no-clipboard" \
+		"auto 1280 800 --no-clipboard" "640x400 640 400 CLOCHE_CLIPBOARD=off"; do
+		read -r name pw ph off <<<"$spec"
 		p3=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
-		"$BIN" --display "$disp" --listen 127.0.0.1 --port "$p3" --screen-size "$name" \
-			--no-clipboard --no-pointer 2>"$WORK/mcp-$name.log" &
+		if [[ $off == --* ]]; then pre=(); post=("$off"); else pre=(env "$off"); post=(); fi
+		"${pre[@]}" "$BIN" --display "$disp" --listen 127.0.0.1 --port "$p3" --screen-size "$name" \
+			"${post[@]}" --no-pointer 2>"$WORK/mcp-$name.log" &
 		pid3=$!
 		if wait_for 15 listening "$p3"; then
 			node "$CLIENT" --url "http://127.0.0.1:$p3/mcp" --sizes --width "$pw" --height "$ph" \
 				--real-width 1280 --real-height 800 --pointer off |
 				sed "s/^\(not \)\{0,1\}ok - /&--screen-size $name: /"
 			got=$(node "$CALL" --url "http://127.0.0.1:$p3/mcp" --tool clipboard_get)
-			check "--no-clipboard: clipboard_get is a tool error ($?: $got)" grep -q 'disabled.*--no-clipboard' <<<"$got"
+			check "$off: clipboard_get is a tool error ($?: $got)" grep -q "disabled.*$off" <<<"$got"
 		else
 			not_ok "mcp-desktop --screen-size $name serves"
 		fi

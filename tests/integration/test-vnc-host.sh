@@ -2,7 +2,8 @@
 # Integration test of cloche-vnc on the host (no sandbox): a private Xvfb
 # with Chromium showing a test page, cloche-vnc on free ports, and real
 # clients (Debian's vncsnapshot, our libvncclient-based vnc-client, noVNC
-# in headless Chromium) checking frames, input, the web port, idle CPU,
+# in headless Chromium, xclip, mcp-desktop) checking frames, input, the web
+# port, the clipboard both ways (and CLOCHE_CLIPBOARD=off), idle CPU,
 # authentication, view-only mode and shutdown.
 #
 # Run from the repository root after `make`: BUILD=build (default) selects
@@ -108,7 +109,7 @@ json_field() { # json_field JSON NAME: a number/boolean field of a flat JSON lin
 }
 
 # ---------------------------------------------------------------- set-up
-for tool in Xvfb chromium vncsnapshot xdotool djpeg curl; do
+for tool in Xvfb chromium vncsnapshot xdotool xclip djpeg curl node; do
 	if ! command -v "$tool" >/dev/null; then
 		not_ok "prerequisites" "$tool is not installed"
 		exit 1
@@ -260,6 +261,68 @@ else
 fi
 wait "$HEADLESS_PID" 2>/dev/null
 
+# ---------------------------------------------------------------- clipboard
+# noVNC in headless Chromium against the X clipboard, set and read with
+# xclip and with mcp-desktop's clipboard tools (the same selection module).
+MCP=$BUILD/bin/mcp-desktop
+MCP_PORT=$(for p in $(seq 18300 18399); do port_free "$p" && { echo "$p"; break; }; done)
+"$MCP" --display "$DISP" --listen 127.0.0.1 --port "$MCP_PORT" 2>"$WORK/mcp.log" &
+MCP_PID=$!
+PIDS+=("$MCP_PID")
+listening() { ! port_free "$1"; }
+wait_for 15 listening "$MCP_PORT" ||
+	not_ok "mcp-desktop starts beside cloche-vnc" "$(tail -3 "$WORK/mcp.log")"
+clip_test() { # clip_test HTTP_PORT [--off 1]: the e2e script's lines, indented
+	local port=$1
+	shift
+	node tests/e2e/novnc-clipboard-test.mjs --url "http://127.0.0.1:$port/" --display "$DISP" \
+		--mcp "http://127.0.0.1:$MCP_PORT/mcp" "$@" >"$WORK/clip.txt" 2>&1
+	local status=$?
+	sed 's/^/# /' "$WORK/clip.txt"
+	return $status
+}
+check "clipboard both ways between noVNC and the X display (xclip, clipboard_set, panel, API)" clip_test "$HTTP"
+check "... a viewer's text over 1 MiB is refused with a log line" \
+	log_has "refused a viewer's clipboard text over the limit"
+got=$(node tests/e2e/mcp-call.mjs --url "http://127.0.0.1:$MCP_PORT/mcp" --tool clipboard_get)
+check "mcp-desktop's clipboard_get reads what noVNC pasted (got '$got')" grep -q '^clipboardPasteFrom' <<<"$got"
+# ctrl+v in Chromium pastes it (the field's value is the window title),
+# then the field is emptied again for the typing checks below.
+"$CLIENT" --port "$RFB" --click 500,265 --key ctrl+a --key BackSpace --key ctrl+v >/dev/null
+pasted() { [ "$(xdotool getwindowname "$WID" | sed 's/^T://; s/ - Chromium$//')" = "$got" ]; }
+check "ctrl+v in Chromium pastes a viewer's text" wait_for 10 pasted
+"$CLIENT" --port "$RFB" --click 500,265 --key ctrl+a --key BackSpace >/dev/null
+# A plain RFB viewer (vnc-client on libvncclient, no extended clipboard):
+# Latin-1 both ways, `?` for characters Latin-1 lacks.
+"$CLIENT" --port "$RFB" --paste 'from a VNC client: naïve ½' >/dev/null
+got=$(timeout 3 xclip -o -selection clipboard)
+check "a plain RFB viewer's cut text becomes the X clipboard (got '$got')" \
+	test "$got" = 'from a VNC client: naïve ½'
+rm -f "$WORK/cut.txt"
+"$CLIENT" --port "$RFB" --sleep 2500 --cut-text "$WORK/cut.txt" >/dev/null &
+CUT_PID=$!
+sleep 1
+printf 'copied for RFB: café € 日本' | xclip -selection clipboard
+wait "$CUT_PID"
+got=$(cat "$WORK/cut.txt" 2>/dev/null)
+check "a plain RFB viewer gets a copy in Latin-1 (got '$got')" test "$got" = 'copied for RFB: café ? ??'
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | xclip -selection clipboard 2>/dev/null
+check "a copy over 1 MiB in the sandbox is not sent, with a log line" \
+	wait_for 5 log_has "the clipboard's new text was not read"
+
+read -r _ HTTP4 < <(free_ports 15950) || { not_ok "free ports"; exit 1; }
+CLOCHE_CLIPBOARD=off "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port 0 \
+	--http-port "$HTTP4" 2>"$WORK/vnc4.log" &
+PIDS+=($!)
+if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc4.log"; then
+	check "CLOCHE_CLIPBOARD=off: nothing crosses either way" clip_test "$HTTP4" --off 1
+else
+	not_ok "an instance with CLOCHE_CLIPBOARD=off starts"
+fi
+kill -TERM "$MCP_PID" # its keymap bindings stay out of the typing checks
+wait "$MCP_PID" 2>/dev/null
+check "mcp-desktop exits 0 on SIGTERM after the clipboard checks" test $? = 0
+
 # ---------------------------------------------------------------- input
 "$CLIENT" --port "$RFB" --move 640,400 >/dev/null
 loc=$(xdotool getmouselocation)
@@ -371,6 +434,24 @@ if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc3.log"; then
 	check "secret: an RFB client without the password is refused" test $? = 1
 	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --timeout 10 >/dev/null 2>&1
 	check "secret: an RFB client with it as the VNC password gets a frame" test $? = 0
+	# The clipboard goes to viewers with control, not to those who watch
+	# (the view secret's login), and a watcher's cut text is dropped.
+	printf 'cloche-vnc view-only' | openssl dgst -sha256 -hmac "$SECRET" -binary | base64 -w0 |
+		tr '+/' '-_' | tr -d '=' | cut -c1-32 >"$WORK/view"
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --sleep 2500 \
+		--cut-text "$WORK/cut-ctl.txt" >/dev/null 2>&1 &
+	p1=$!
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/view" --sleep 2500 \
+		--cut-text "$WORK/cut-view.txt" >/dev/null 2>&1 &
+	p2=$!
+	sleep 1
+	printf 'for control only %s' $$ | xclip -selection clipboard
+	wait "$p1" "$p2"
+	check "a copy reaches a viewer with control ($(cat "$WORK/cut-ctl.txt" 2>/dev/null)), not a watcher" \
+		test "$(cat "$WORK/cut-ctl.txt" 2>/dev/null)" = "for control only $$" -a ! -e "$WORK/cut-view.txt"
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/view" --paste 'from a watcher' >/dev/null 2>&1
+	check "a watcher's cut text does not reach the clipboard" \
+		test "$(timeout 3 xclip -o -selection clipboard)" = "for control only $$"
 	hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP3/?secret=$SECRET")
 	check "GET /?secret= redirects to noVNC with the WebSocket path and the password" \
 		grep -qi "^Location: vnc.html?secret=$SECRET&path=websockify%3Fsecret%3D$SECRET&password=$SECRET&autoconnect=1" <<<"$hdrs"

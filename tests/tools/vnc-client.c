@@ -5,7 +5,9 @@
  * receiving updates for a while, and then reports on the last frame: as a
  * JSON line of statistics (--stats) and/or an image (--snapshot, PPM or PNG
  * by extension).  Encodings are lossless (no JPEG) so colour counts and
- * pixel comparisons mean something.
+ * pixel comparisons mean something.  It also sends and receives cut text
+ * (the plain RFB clipboard, Latin-1: libvncclient has no extended
+ * clipboard).
  *
  * Exit status: 0 success, 1 connection/protocol failure or timeout,
  * 2 usage error. */
@@ -23,7 +25,7 @@
 #include <wctype.h>
 #include <zlib.h>
 
-enum action_kind { ACT_KEY, ACT_TYPE, ACT_TYPE_RAW, ACT_CLICK, ACT_MOVE, ACT_SLEEP };
+enum action_kind { ACT_KEY, ACT_TYPE, ACT_TYPE_RAW, ACT_CLICK, ACT_MOVE, ACT_SLEEP, ACT_PASTE };
 
 struct action {
 	enum action_kind kind;
@@ -35,6 +37,7 @@ struct state {
 	uint8_t *covered;  /* 16x16 blocks received at least once */
 	int bw, bh;        /* block grid */
 	long uncovered;    /* blocks not received yet */
+	char *cut;         /* the last ServerCutText, as UTF-8 */
 };
 
 static struct {
@@ -49,6 +52,7 @@ static struct {
 	int delay_ms;
 	bool verbose;
 	const char *probe; /* "X,Y": report that pixel in --stats */
+	const char *cut_file; /* write the last ServerCutText there */
 	struct action actions[256];
 	int nactions;
 } opt = {.host = "127.0.0.1", .port = 5900, .after_ms = -1, .timeout_s = 15, .delay_ms = 15};
@@ -265,6 +269,50 @@ static int send_text(rfbClient *cl, struct state *st, const char *text, bool wit
 	return 0;
 }
 
+/* ClientCutText: UTF-8 text as Latin-1, `?` for what it cannot carry. */
+static int send_paste(rfbClient *cl, const char *text)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	char *l1 = malloc(strlen(text) + 1);
+	int len = 0, n;
+	uint32_t cp;
+
+	if (!l1)
+		return -1;
+	while ((n = utf8_next(p, &cp)) > 0) {
+		p += n;
+		l1[len++] = cp <= 0xff ? (char)cp : '?';
+	}
+	n = n < 0 ? -1 : SendClientCutText(cl, l1, len) ? 0 : -1;
+	free(l1);
+	if (n == -1)
+		fprintf(stderr, "vnc-client: cannot send --paste text\n");
+	return n;
+}
+
+/* Keeps the last ServerCutText (Latin-1) as UTF-8 for --cut-text. */
+static void on_cut_text(rfbClient *cl, const char *text, int len)
+{
+	struct state *st = rfbClientGetClientData(cl, &tag);
+	char *u = malloc(2 * (size_t)len + 1), *q = u;
+
+	if (!u)
+		return;
+	for (int i = 0; i < len; i++) {
+		unsigned char b = (unsigned char)text[i];
+
+		if (b < 0x80) {
+			*q++ = (char)b;
+		} else {
+			*q++ = (char)(0xc0 | b >> 6);
+			*q++ = (char)(0x80 | (b & 0x3f));
+		}
+	}
+	*q = '\0';
+	free(st->cut);
+	st->cut = u;
+}
+
 static int parse_xy(const char *s, int *x, int *y)
 {
 	char *end;
@@ -302,6 +350,10 @@ static int run_action(rfbClient *cl, struct state *st, const struct action *a)
 		break;
 	case ACT_SLEEP:
 		return pump(cl, st, atoi(a->arg), 0);
+	case ACT_PASTE:
+		if (send_paste(cl, a->arg) == -1)
+			return -1;
+		break;
 	}
 	return pump(cl, st, opt.delay_ms, 0);
 }
@@ -473,6 +525,7 @@ static void usage(FILE *f)
 		"  --timeout S           give up waiting for the first frame (default 15)\n"
 		"  --verbose             show libvncclient's messages\n"
 		"  --probe X,Y           add that pixel's [r,g,b] to --stats\n"
+		"  --cut-text FILE       write the last cut text the server sent (UTF-8) to FILE\n"
 		"Actions, run in the order given after the first frame:\n"
 		"  --key KEYS            X keysym names joined by '+' (ctrl+l, Return, 0x20ac)\n"
 		"  --type TEXT           type UTF-8 text, with Shift held like a US keyboard\n"
@@ -480,7 +533,8 @@ static void usage(FILE *f)
 		"  --type-raw TEXT       type UTF-8 text as bare keysyms, no Shift events\n"
 		"  --click X,Y           move there and click button 1\n"
 		"  --move X,Y            move the pointer there\n"
-		"  --sleep MS            keep receiving updates for MS ms\n");
+		"  --sleep MS            keep receiving updates for MS ms\n"
+		"  --paste TEXT          send UTF-8 text as cut text (Latin-1, `?` for the rest)\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -497,6 +551,8 @@ static int parse_args(int argc, char **argv)
 		{"timeout", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"probe", required_argument, NULL, 'x'},
+		{"cut-text", required_argument, NULL, 'C'},
+		{"paste", required_argument, NULL, 'V'},
 		{"key", required_argument, NULL, 'k'},
 		{"type", required_argument, NULL, 'T'},
 		{"type-raw", required_argument, NULL, 'R'},
@@ -523,6 +579,7 @@ static int parse_args(int argc, char **argv)
 		case 't': opt.timeout_s = atoi(optarg); continue;
 		case 'v': opt.verbose = true; continue;
 		case 'x': opt.probe = optarg; continue;
+		case 'C': opt.cut_file = optarg; continue;
 		case 'h': usage(stdout); exit(0);
 		case 'k': kind = ACT_KEY; break;
 		case 'T': kind = ACT_TYPE; break;
@@ -530,6 +587,7 @@ static int parse_args(int argc, char **argv)
 		case 'c': kind = ACT_CLICK; break;
 		case 'm': kind = ACT_MOVE; break;
 		case 'z': kind = ACT_SLEEP; break;
+		case 'V': kind = ACT_PASTE; break;
 		default: usage(stderr); return -1;
 		}
 		if (opt.nactions == (int)(sizeof(opt.actions) / sizeof(opt.actions[0]))) {
@@ -545,6 +603,16 @@ static int parse_args(int argc, char **argv)
 	if (opt.after_ms < 0)
 		opt.after_ms = opt.nactions ? 500 : 0;
 	return 0;
+}
+
+static int write_cut(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f) == 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -574,6 +642,7 @@ int main(int argc, char **argv)
 	cl->FinishedFrameBufferUpdate = on_frame;
 	cl->GotFrameBufferUpdate = on_rect;
 	cl->MallocFrameBuffer = on_resize;
+	cl->GotXCutText = on_cut_text;
 	cl->canHandleNewFBSize = TRUE;
 	/* Lossless encodings only: statistics must describe the real pixels. */
 	cl->appData.encodingsString = "zrle hextile zlib raw";
@@ -618,10 +687,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vnc-client: cannot write %s\n", opt.snapshot);
 		goto out;
 	}
+	if (opt.cut_file && st.cut && write_cut(opt.cut_file, st.cut) == -1) {
+		fprintf(stderr, "vnc-client: cannot write %s\n", opt.cut_file);
+		goto out;
+	}
 	rc = 0;
 out:
 	free(first);
 	free(st.covered);
+	free(st.cut);
 	free(cl->frameBuffer);
 	cl->frameBuffer = NULL;
 	rfbClientCleanup(cl);

@@ -13,6 +13,7 @@ Suite *suite_log(void);
 Suite *suite_http_client(void);
 Suite *suite_http_server(void);
 Suite *suite_query(void);
+Suite *suite_utf8(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);

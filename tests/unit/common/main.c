@@ -16,6 +16,7 @@ int main(void)
 	srunner_add_suite(sr, suite_http_client());
 	srunner_add_suite(sr, suite_http_server());
 	srunner_add_suite(sr, suite_query());
+	srunner_add_suite(sr, suite_utf8());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -1,11 +1,10 @@
 /* Unit suite of mcp-desktop's pure parts: key names and combinations,
- * UTF-8 decoding and character keysyms, resampling and PNG encoding, the
- * screen hash, drawing the pointer, the per-client table of last images, screen-size
- * presets and the model/real pixel mapping, and the clipboard's text
- * conversions.
+ * character keysyms, resampling and PNG encoding, the screen hash,
+ * drawing the pointer, the per-client table of last images, screen-size
+ * presets and the model/real pixel mapping (UTF-8 and the clipboard's text
+ * conversions are common/utf8's, tested in tests/unit/common).
  * Self-contained (its own main), so it shares no header with the other
  * unit binaries. */
-#include "mcp/desktop/clip.h"
 #include "mcp/desktop/geom.h"
 #include "mcp/desktop/image.h"
 #include "mcp/desktop/keys.h"
@@ -93,24 +92,6 @@ START_TEST(test_modifiers)
 	ck_assert_int_eq(desk_keys_modifiers("super", &c, &e), 0);
 	ck_assert_int_eq(desk_keys_modifiers("ctrl+a", &c, &e), -1);
 	ck_assert_int_eq(desk_keys_modifiers("hello", &c, &e), -1);
-}
-END_TEST
-
-START_TEST(test_utf8)
-{
-	const char *s = "h\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", *p = s, *end = s + strlen(s);
-	const char *bad[] = {"\xc3", "\xe2\x82", "\xc0\xaf", "\xed\xa0\x80", "\xf8\x88\x80\x80",
-			     "\x80"};
-
-	ck_assert_int_eq(desk_utf8_next(&p, end), 'h');
-	ck_assert_int_eq(desk_utf8_next(&p, end), 0xe9);
-	ck_assert_int_eq(desk_utf8_next(&p, end), 0x20ac);
-	ck_assert_int_eq(desk_utf8_next(&p, end), 0x1f600);
-	ck_assert_ptr_eq(p, end);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		p = bad[i];
-		ck_assert_int_eq(desk_utf8_next(&p, bad[i] + strlen(bad[i])), -1);
-	}
 }
 END_TEST
 
@@ -321,33 +302,6 @@ START_TEST(test_geom)
 }
 END_TEST
 
-START_TEST(test_clip_text)
-{
-	char *o;
-	size_t n;
-
-	/* Latin-1 -> UTF-8. */
-	ck_assert_int_eq(desk_clip_utf8("caf\xe9 \xff", 6, true, &o, &n), 0);
-	ck_assert_str_eq(o, "caf\xc3\xa9 \xc3\xbf");
-	ck_assert_uint_eq(n, 8);
-	free(o);
-	/* UTF-8 stays; a bad byte becomes U+FFFD; NUL passes as a byte. */
-	ck_assert_int_eq(desk_clip_utf8("\xe2\x82\xac\x80x\xf0\x9f\x98\x80", 9, false, &o, &n), 0);
-	ck_assert_str_eq(o, "\xe2\x82\xac\xef\xbf\xbdx\xf0\x9f\x98\x80");
-	free(o);
-	ck_assert_int_eq(desk_clip_utf8("a\0b", 3, false, &o, &n), 0);
-	ck_assert_uint_eq(n, 3);
-	free(o);
-	ck_assert_int_eq(desk_clip_utf8("", 0, false, &o, &n), 0);
-	ck_assert_str_eq(o, "");
-	free(o);
-	/* UTF-8 -> Latin-1 for STRING: what does not fit is `?`. */
-	ck_assert_int_eq(desk_clip_latin1("caf\xc3\xa9 \xe2\x82\xac \xff", 11, &o, &n), 0);
-	ck_assert_str_eq(o, "caf\xe9 ? ?");
-	free(o);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("mcp-desktop");
@@ -360,7 +314,6 @@ int main(void)
 			    (int)(sizeof(bad_combos) / sizeof(bad_combos[0])));
 	tcase_add_test(tc, test_sequence);
 	tcase_add_test(tc, test_modifiers);
-	tcase_add_test(tc, test_utf8);
 	tcase_add_test(tc, test_char_keysyms);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("image");
@@ -372,7 +325,6 @@ int main(void)
 	tcase_add_test(tc, test_seen);
 	tcase_add_loop_test(tc, test_size_parse, 0, (int)(sizeof(sizes) / sizeof(sizes[0])));
 	tcase_add_test(tc, test_geom);
-	tcase_add_test(tc, test_clip_text);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,20 +1,23 @@
-/* The CLIPBOARD selection; see clip.h.
+/* The CLIPBOARD selection; see x11_clip.h.
  *
  * One thread owns the module's X connection.  It sleeps in poll() on the
  * connection and on a pipe; a get or set is a request handed over under a
  * mutex, woken through the pipe and answered through a condition
  * variable.  While it waits for another owner's answer it keeps serving
  * requests for our own text, so a client asking us in between never
- * stalls. */
-#include "clip.h"
-
-#include "keys.h"
+ * stalls.  Offers (sets nobody waits for) and watched changes are work
+ * the thread does between two sleeps; a change is read only after the
+ * events that announced it have all been handled, so the wait for its
+ * owner's answer never nests inside another. */
+#include "x11_clip.h"
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
+#include <X11/extensions/Xfixes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,18 +25,22 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 enum req { REQ_NONE, REQ_SET, REQ_GET, REQ_QUIT };
 
-struct desk_clip {
+struct x11_clip {
 	Display *dpy;
 	Window win;
 	Atom clipboard, targets, utf8, text, timestamp, incr, prop, stamp;
 	size_t max;
+	unsigned flags;
+	int fixes_event; /* XFixes event base (X11_CLIP_WATCH) */
 	pthread_t th;
 	bool started;
 	int wake[2];
+	int news_fd[2]; /* readable when news is set (X11_CLIP_WATCH) */
 	pthread_mutex_t call_mu; /* one get or set at a time */
 	pthread_mutex_t mu;      /* the request below */
 	pthread_cond_t cv;
@@ -45,86 +52,52 @@ struct desk_clip {
 	int rc;
 	bool done;
 	struct err err;
+	char *offer; /* a text to set that nobody waits for, else NULL */
+	size_t offer_len;
+	char *news; /* another client's text not yet taken, else NULL */
+	size_t news_len;
 	/* The clipboard thread's own: */
-	char *mine; /* our text while we own the selection, else NULL */
+	char *mine; /* our text while we own a selection, else NULL */
 	size_t mine_len;
+	bool own_clipboard, own_primary;
+	bool changed; /* another client took CLIPBOARD: read its text */
 	Time owned_at;
 };
 
-size_t desk_clip_max(const struct desk_clip *c)
+bool x11_clip_env_enabled(void)
+{
+	static const char *const on[] = {"", "on", "true", "yes", "1"};
+	static const char *const off[] = {"off", "false", "no", "0"};
+	const char *v = getenv(X11_CLIP_ENV);
+
+	if (!v)
+		return true;
+	for (size_t i = 0; i < ARRAY_LEN(on); i++)
+		if (strcasecmp(v, on[i]) == 0)
+			return true;
+	for (size_t i = 0; i < ARRAY_LEN(off); i++)
+		if (strcasecmp(v, off[i]) == 0)
+			return false;
+	log_warn("unknown " X11_CLIP_ENV " value: the clipboard stays off", "{s:s}", "value", v);
+	return false;
+}
+
+size_t x11_clip_max(const struct x11_clip *c)
 {
 	return c->max;
 }
 
-/* --- text ----------------------------------------------------------------- */
-
-int desk_clip_utf8(const char *s, size_t n, bool latin1, char **out, size_t *len)
-{
-	const char *p = s, *end = s + n;
-	char *o = malloc(3 * n + 1), *q = o;
-
-	if (!o)
-		return -1;
-	while (p < end) {
-		int32_t cp;
-
-		if (latin1) {
-			cp = (unsigned char)*p++;
-		} else {
-			cp = desk_utf8_next(&p, end);
-			if (cp < 0) {
-				p++;
-				cp = 0xfffd;
-			}
-		}
-		if (cp < 0x80) {
-			*q++ = (char)cp;
-		} else if (cp < 0x800) {
-			*q++ = (char)(0xc0 | cp >> 6);
-			*q++ = (char)(0x80 | (cp & 0x3f));
-		} else if (cp < 0x10000) {
-			*q++ = (char)(0xe0 | cp >> 12);
-			*q++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-			*q++ = (char)(0x80 | (cp & 0x3f));
-		} else {
-			/* Only from UTF-8 input, whose 4-byte form this re-emits:
-			 * at most 4 bytes out for 4 in. */
-			*q++ = (char)(0xf0 | cp >> 18);
-			*q++ = (char)(0x80 | ((cp >> 12) & 0x3f));
-			*q++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-			*q++ = (char)(0x80 | (cp & 0x3f));
-		}
-	}
-	*q = '\0';
-	*out = o;
-	*len = (size_t)(q - o);
-	return 0;
-}
-
-int desk_clip_latin1(const char *s, size_t n, char **out, size_t *len)
-{
-	const char *p = s, *end = s + n;
-	char *o = malloc(n + 1), *q = o;
-
-	if (!o)
-		return -1;
-	while (p < end) {
-		int32_t cp = desk_utf8_next(&p, end);
-
-		if (cp < 0)
-			p++;
-		*q++ = cp >= 0 && cp < 0x100 ? (char)cp : '?';
-	}
-	*q = '\0';
-	*out = o;
-	*len = (size_t)(q - o);
-	return 0;
-}
-
 /* --- the thread's X work ---------------------------------------------------- */
 
+/* Whether our text is selection's content now. */
+static bool owns(const struct x11_clip *c, Atom selection)
+{
+	return c->mine && ((selection == c->clipboard && c->own_clipboard) ||
+			   (selection == XA_PRIMARY && c->own_primary));
+}
+
 /* Answers one SelectionRequest for our text (or refuses it). */
-static void serve(struct desk_clip *c, const XSelectionRequestEvent *rq)
+static void serve(struct x11_clip *c, const XSelectionRequestEvent *rq)
 {
 	XEvent ev = {.xselection = {.type = SelectionNotify,
 				    .display = rq->display,
@@ -137,8 +110,7 @@ static void serve(struct desk_clip *c, const XSelectionRequestEvent *rq)
 	/* Obsolete clients name no property: the target is used instead. */
 	Atom prop = rq->property != None ? rq->property : rq->target;
 
-	if (!c->mine || rq->selection != c->clipboard ||
-	    (rq->time != CurrentTime && rq->time < c->owned_at)) {
+	if (!owns(c, rq->selection) || (rq->time != CurrentTime && rq->time < c->owned_at)) {
 		/* not ours (any more): refused */
 	} else if (rq->target == c->targets) {
 		Atom t[] = {c->targets, c->utf8, c->text, XA_STRING, c->timestamp};
@@ -154,7 +126,7 @@ static void serve(struct desk_clip *c, const XSelectionRequestEvent *rq)
 		char *l1;
 		size_t n;
 
-		if (desk_clip_latin1(c->mine, c->mine_len, &l1, &n) == 0) {
+		if (utf8_to_latin1(c->mine, c->mine_len, &l1, &n) == 0) {
 			XChangeProperty(c->dpy, rq->requestor, prop, XA_STRING, 8, PropModeReplace,
 					(const unsigned char *)l1, (int)n);
 			free(l1);
@@ -171,22 +143,41 @@ static void serve(struct desk_clip *c, const XSelectionRequestEvent *rq)
 	XFlush(c->dpy);
 }
 
-static void handle(struct desk_clip *c, XEvent *ev)
+/* Someone else took selection: our text is no longer its content. */
+static void lose(struct x11_clip *c, Atom selection)
 {
-	if (ev->type == SelectionRequest) {
-		serve(c, &ev->xselectionrequest);
-	} else if (ev->type == SelectionClear && ev->xselectionclear.selection == c->clipboard) {
-		/* Someone else copied: our text is no longer the clipboard's. */
+	if (selection == c->clipboard)
+		c->own_clipboard = false;
+	else if (selection == XA_PRIMARY)
+		c->own_primary = false;
+	if (!c->own_clipboard && !c->own_primary) {
 		free(c->mine);
 		c->mine = NULL;
 		c->mine_len = 0;
-		log_debug("clipboard taken over by another client", NULL);
+	}
+	log_debug("selection taken over by another client", "{s:s}", "selection",
+		  selection == XA_PRIMARY ? "PRIMARY" : "CLIPBOARD");
+}
+
+static void handle(struct x11_clip *c, XEvent *ev)
+{
+	if (ev->type == SelectionRequest) {
+		serve(c, &ev->xselectionrequest);
+	} else if (ev->type == SelectionClear) {
+		lose(c, ev->xselectionclear.selection);
+	} else if ((c->flags & X11_CLIP_WATCH) &&
+		   ev->type == c->fixes_event + XFixesSelectionNotify) {
+		const XFixesSelectionNotifyEvent *n = (const XFixesSelectionNotifyEvent *)ev;
+
+		/* Our own sets come back here too: they are not news. */
+		if (n->selection == c->clipboard && n->owner != None && n->owner != c->win)
+			c->changed = true;
 	}
 }
 
 /* Waits up to ms for an event of type on our window, serving the others
  * meanwhile.  0 with *out, or -1 on timeout. */
-static int wait_event(struct desk_clip *c, int type, XEvent *out, long ms)
+static int wait_event(struct x11_clip *c, int type, XEvent *out, long ms)
 {
 	uint64_t end = util_now_ms() + (uint64_t)ms;
 	struct pollfd pfd = {.fd = ConnectionNumber(c->dpy), .events = POLLIN};
@@ -210,13 +201,13 @@ static int wait_event(struct desk_clip *c, int type, XEvent *out, long ms)
 
 /* A server timestamp, as ICCCM asks owners to use instead of CurrentTime:
  * the time of a zero-length append to a property of our window. */
-static Time server_time(struct desk_clip *c)
+static Time server_time(struct x11_clip *c)
 {
 	XEvent ev;
 
 	XChangeProperty(c->dpy, c->win, c->stamp, XA_STRING, 8, PropModeAppend, NULL, 0);
 	for (int i = 0; i < 8; i++) {
-		if (wait_event(c, PropertyNotify, &ev, DESK_CLIP_TIMEOUT_MS) == -1)
+		if (wait_event(c, PropertyNotify, &ev, X11_CLIP_TIMEOUT_MS) == -1)
 			return CurrentTime;
 		if (ev.xproperty.atom == c->stamp)
 			return ev.xproperty.time;
@@ -224,7 +215,7 @@ static Time server_time(struct desk_clip *c)
 	return CurrentTime;
 }
 
-static int do_set(struct desk_clip *c, const char *text, size_t len, struct err *e)
+static int do_set(struct x11_clip *c, const char *text, size_t len, struct err *e)
 {
 	char *copy = malloc(len + 1);
 	Time t;
@@ -243,22 +234,27 @@ static int do_set(struct desk_clip *c, const char *text, size_t len, struct err 
 	c->mine = copy;
 	c->mine_len = len;
 	c->owned_at = t;
+	c->own_clipboard = true;
+	if (c->flags & X11_CLIP_PRIMARY) {
+		XSetSelectionOwner(c->dpy, XA_PRIMARY, c->win, t);
+		c->own_primary = XGetSelectionOwner(c->dpy, XA_PRIMARY) == c->win;
+	}
 	return 0;
 }
 
 /* Asks the owner for target into c->prop.  0 with *ev, or -1 with e. */
-static int convert(struct desk_clip *c, Atom target, XEvent *ev, struct err *e)
+static int convert(struct x11_clip *c, Atom target, XEvent *ev, struct err *e)
 {
 	XDeleteProperty(c->dpy, c->win, c->prop);
 	XConvertSelection(c->dpy, c->clipboard, target, c->prop, c->win, CurrentTime);
 	XFlush(c->dpy);
-	if (wait_event(c, SelectionNotify, ev, DESK_CLIP_TIMEOUT_MS) == -1)
+	if (wait_event(c, SelectionNotify, ev, X11_CLIP_TIMEOUT_MS) == -1)
 		return err_set(e, ETIMEDOUT, "the clipboard's owner did not answer within %d ms",
-			       DESK_CLIP_TIMEOUT_MS);
+			       X11_CLIP_TIMEOUT_MS);
 	return 0;
 }
 
-static int do_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
+static int do_get(struct x11_clip *c, char **out, size_t *len, struct err *e)
 {
 	Window owner = XGetSelectionOwner(c->dpy, c->clipboard);
 	unsigned long n = 0, after = 0;
@@ -272,8 +268,8 @@ static int do_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
 		*len = 0;
 		return *out ? 1 : err_set(e, ENOMEM, "clipboard");
 	}
-	if (owner == c->win && c->mine)
-		return desk_clip_utf8(c->mine, c->mine_len, false, out, len) == 0
+	if (owner == c->win && c->own_clipboard)
+		return utf8_clean(c->mine, c->mine_len, false, out, len) == 0
 			       ? 0
 			       : err_set(e, ENOMEM, "clipboard");
 	if (convert(c, c->utf8, &ev, e) == -1)
@@ -292,15 +288,15 @@ static int do_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
 		return err_set(e, 0, "cannot read the clipboard's text from our window");
 	if (type == c->incr)
 		rc = err_set(e, EFBIG, "the clipboard's owner sends its text in pieces (INCR), as "
-				       "owners do for large texts (xclip from 1 MiB on); mcp-desktop "
-				       "reads texts up to its limit of %zu bytes in one piece only",
+				       "owners do for large texts (xclip from 1 MiB on); texts are "
+				       "read up to the limit of %zu bytes in one piece only",
 			     c->max);
 	else if (fmt != 8 || (type != c->utf8 && type != XA_STRING && type != c->text))
 		rc = err_set(e, 0, "the clipboard's owner answered with data that is not text");
 	else if (after > 0 || n > c->max)
 		rc = err_set(e, EFBIG, "the clipboard's text is over the limit of %zu bytes",
 			     c->max);
-	else if (desk_clip_utf8((const char *)data, n, type == XA_STRING, out, len) == -1)
+	else if (utf8_clean((const char *)data, n, type == XA_STRING, out, len) == -1)
 		rc = err_set(e, ENOMEM, "clipboard text of %lu bytes", n);
 	else
 		rc = 0;
@@ -310,14 +306,86 @@ static int do_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
 	return rc;
 }
 
+/* Reads the text another client just copied and leaves it for
+ * x11_clip_take(), replacing any text not taken yet. */
+static void read_change(struct x11_clip *c)
+{
+	struct err e = ERR_INIT;
+	char *text = NULL;
+	size_t len = 0;
+	char one = 1;
+
+	c->changed = false;
+	if (XGetSelectionOwner(c->dpy, c->clipboard) == c->win)
+		return; /* ours again by now */
+	if (do_get(c, &text, &len, &e) != 0) {
+		if (e.msg[0])
+			log_warn("the clipboard's new text was not read", "{s:s}", "error", e.msg);
+		free(text);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	free(c->news);
+	c->news = text;
+	c->news_len = len;
+	pthread_mutex_unlock(&c->mu);
+	while (write(c->news_fd[1], &one, 1) == -1 && errno == EINTR)
+		;
+}
+
+/* Sets the latest offer, if any.  Returns whether there was one. */
+static bool apply_offer(struct x11_clip *c)
+{
+	struct err e = ERR_INIT;
+	char *text;
+	size_t len;
+
+	pthread_mutex_lock(&c->mu);
+	text = c->offer;
+	len = c->offer_len;
+	c->offer = NULL;
+	pthread_mutex_unlock(&c->mu);
+	if (!text)
+		return false;
+	if (do_set(c, text, len, &e) == -1)
+		log_warn("cannot set the clipboard", "{s:s}", "error", e.msg);
+	free(text);
+	return true;
+}
+
+/* Runs a get or set a caller waits for.  Returns false for REQ_QUIT. */
+static bool answer(struct x11_clip *c)
+{
+	enum req r;
+
+	pthread_mutex_lock(&c->mu);
+	r = c->req;
+	pthread_mutex_unlock(&c->mu);
+	if (r == REQ_QUIT)
+		return false;
+	if (r == REQ_NONE)
+		return true;
+	/* The requester waits for done and touches nothing meanwhile. */
+	c->err = (struct err)ERR_INIT;
+	if (r == REQ_SET)
+		c->rc = do_set(c, c->in, c->in_len, &c->err);
+	else
+		c->rc = do_get(c, &c->out, &c->out_len, &c->err);
+	pthread_mutex_lock(&c->mu);
+	c->req = REQ_NONE;
+	c->done = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return true;
+}
+
 static void *clip_thread(void *arg)
 {
-	struct desk_clip *c = arg;
+	struct x11_clip *c = arg;
 	struct pollfd pfd[2] = {{.fd = ConnectionNumber(c->dpy), .events = POLLIN},
 				{.fd = c->wake[0], .events = POLLIN}};
 
 	for (;;) {
-		enum req r;
 		char drain[16];
 
 		while (XPending(c->dpy)) {
@@ -326,30 +394,21 @@ static void *clip_thread(void *arg)
 			XNextEvent(c->dpy, &ev);
 			handle(c, &ev);
 		}
+		/* Work may queue events: handle them before sleeping. */
+		if (c->changed) {
+			read_change(c);
+			continue;
+		}
+		if (apply_offer(c))
+			continue;
 		if (poll(pfd, 2, -1) == -1 && errno != EINTR)
 			break;
 		if (!(pfd[1].revents & POLLIN))
 			continue;
 		while (read(c->wake[0], drain, sizeof(drain)) > 0)
 			;
-		pthread_mutex_lock(&c->mu);
-		r = c->req;
-		pthread_mutex_unlock(&c->mu);
-		if (r == REQ_QUIT)
+		if (!answer(c))
 			break;
-		if (r == REQ_NONE)
-			continue;
-		/* The requester waits for done and touches nothing meanwhile. */
-		c->err = (struct err)ERR_INIT;
-		if (r == REQ_SET)
-			c->rc = do_set(c, c->in, c->in_len, &c->err);
-		else
-			c->rc = do_get(c, &c->out, &c->out_len, &c->err);
-		pthread_mutex_lock(&c->mu);
-		c->req = REQ_NONE;
-		c->done = true;
-		pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
 	}
 	return NULL;
 }
@@ -357,7 +416,7 @@ static void *clip_thread(void *arg)
 /* --- the callers' side --------------------------------------------------- */
 
 /* Hands r to the thread and waits for its answer.  Locked by call_mu. */
-static void ask(struct desk_clip *c, enum req r)
+static void ask(struct x11_clip *c, enum req r)
 {
 	pthread_mutex_lock(&c->mu);
 	c->req = r;
@@ -373,13 +432,18 @@ static void ask(struct desk_clip *c, enum req r)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int desk_clip_set(struct desk_clip *c, const char *text, size_t len, struct err *e)
+static int over_limit(const struct x11_clip *c, size_t len, struct err *e)
+{
+	return err_set(e, EFBIG, "the text is %zu bytes, over the clipboard limit of %zu", len,
+		       c->max);
+}
+
+int x11_clip_set(struct x11_clip *c, const char *text, size_t len, struct err *e)
 {
 	int rc;
 
 	if (len > c->max)
-		return err_set(e, EFBIG, "the text is %zu bytes, over the clipboard limit of %zu",
-			       len, c->max);
+		return over_limit(c, len, e);
 	pthread_mutex_lock(&c->call_mu);
 	c->in = text;
 	c->in_len = len;
@@ -392,7 +456,49 @@ int desk_clip_set(struct desk_clip *c, const char *text, size_t len, struct err 
 	return rc;
 }
 
-int desk_clip_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
+int x11_clip_offer(struct x11_clip *c, const char *text, size_t len, struct err *e)
+{
+	char *copy;
+
+	if (len > c->max)
+		return over_limit(c, len, e);
+	copy = malloc(len + 1);
+	if (!copy)
+		return err_set(e, ENOMEM, "clipboard text of %zu bytes", len);
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	pthread_mutex_lock(&c->mu);
+	free(c->offer);
+	c->offer = copy;
+	c->offer_len = len;
+	pthread_mutex_unlock(&c->mu);
+	while (write(c->wake[1], "x", 1) == -1 && errno == EINTR)
+		;
+	return 0;
+}
+
+int x11_clip_fd(const struct x11_clip *c)
+{
+	return c->news_fd[0];
+}
+
+int x11_clip_take(struct x11_clip *c, char **out, size_t *len)
+{
+	char drain[16];
+
+	if (c->news_fd[0] == -1)
+		return 0;
+	while (read(c->news_fd[0], drain, sizeof(drain)) > 0)
+		;
+	pthread_mutex_lock(&c->mu);
+	*out = c->news;
+	*len = c->news_len;
+	c->news = NULL;
+	pthread_mutex_unlock(&c->mu);
+	return *out != NULL;
+}
+
+int x11_clip_get(struct x11_clip *c, char **out, size_t *len, struct err *e)
 {
 	int rc;
 
@@ -410,20 +516,35 @@ int desk_clip_get(struct desk_clip *c, char **out, size_t *len, struct err *e)
 	return rc;
 }
 
-struct desk_clip *desk_clip_open(const char *name, size_t max, struct err *e)
+/* Asks the X server to tell us whenever CLIPBOARD changes owner. */
+static int watch(struct x11_clip *c, struct err *e)
 {
-	struct desk_clip *c = calloc(1, sizeof(*c));
+	int error_base;
+
+	if (!XFixesQueryExtension(c->dpy, &c->fixes_event, &error_base))
+		return err_set(e, 0, "clipboard: the X server lacks XFIXES, needed to watch it");
+	XFixesSelectSelectionInput(c->dpy, c->win, c->clipboard,
+				   XFixesSetSelectionOwnerNotifyMask);
+	if (pipe2(c->news_fd, O_CLOEXEC | O_NONBLOCK) == -1)
+		return err_set(e, errno, "clipboard: pipe");
+	return 0;
+}
+
+struct x11_clip *x11_clip_open(const char *name, size_t max, unsigned flags, struct err *e)
+{
+	struct x11_clip *c = calloc(1, sizeof(*c));
 	long req_max;
 
 	if (!c) {
 		err_set(e, ENOMEM, "clipboard");
 		return NULL;
 	}
-	c->wake[0] = c->wake[1] = -1;
+	c->wake[0] = c->wake[1] = c->news_fd[0] = c->news_fd[1] = -1;
+	c->flags = flags;
 	pthread_mutex_init(&c->call_mu, NULL);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
-	c->max = max ? max : DESK_CLIP_MAX;
+	c->max = max ? max : X11_CLIP_MAX;
 	c->dpy = XOpenDisplay(name);
 	if (!c->dpy) {
 		err_set(e, 0, "clipboard: cannot open X display `%s`",
@@ -450,6 +571,8 @@ struct desk_clip *desk_clip_open(const char *name, size_t max, struct err *e)
 	c->incr = XInternAtom(c->dpy, "INCR", False);
 	c->prop = XInternAtom(c->dpy, "CLOCHE_CLIP", False);
 	c->stamp = XInternAtom(c->dpy, "CLOCHE_CLIP_TIME", False);
+	if ((flags & X11_CLIP_WATCH) && watch(c, e) == -1)
+		goto fail;
 	XSync(c->dpy, False);
 	if (pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) == -1) {
 		err_set(e, errno, "clipboard: pipe");
@@ -462,11 +585,11 @@ struct desk_clip *desk_clip_open(const char *name, size_t max, struct err *e)
 	c->started = true;
 	return c;
 fail:
-	desk_clip_close(c);
+	x11_clip_close(c);
 	return NULL;
 }
 
-void desk_clip_close(struct desk_clip *c)
+void x11_clip_close(struct x11_clip *c)
 {
 	if (!c)
 		return;
@@ -476,10 +599,15 @@ void desk_clip_close(struct desk_clip *c)
 	}
 	if (c->dpy)
 		XCloseDisplay(c->dpy);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (c->wake[i] != -1)
 			close(c->wake[i]);
+		if (c->news_fd[i] != -1)
+			close(c->news_fd[i]);
+	}
 	free(c->mine);
+	free(c->offer);
+	free(c->news);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->call_mu);
