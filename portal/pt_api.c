@@ -446,7 +446,8 @@ static bool wait_body(struct pt_portal *p, const struct hsrv_req *req, struct hs
 #define SHARE_LABEL_MAX 100
 #define SHARES_MAX 100 /* active shares of one sandbox */
 
-/* Shares as the API shows them, and how many are active. */
+/* Shares as the API shows them (arr NULL: only counted), and how many
+ * are active. */
 struct share_list {
 	struct pt_portal *p;
 	json_t *arr;
@@ -458,7 +459,8 @@ static void share_row(const struct pt_share *sh, void *ud)
 {
 	struct share_list *l = ud;
 
-	json_array_append_new(l->arr, pt_view_share(l->p, sh, l->now));
+	if (l->arr)
+		json_array_append_new(l->arr, pt_view_share(l->p, sh, l->now));
 	l->active += !sh->revoked_at && sh->expires_at > l->now;
 }
 
@@ -468,7 +470,7 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 			 const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	static const char *const keys[] = {"mode", "ttl", "label", NULL};
-	json_t *body = body_object(req, resp), *mode, *label, *all = NULL;
+	json_t *body = body_object(req, resp), *mode, *label;
 	struct pt_share sh = {.created_at = pt_now_ms()};
 	long long ttl = SHARE_TTL_DEFAULT_S;
 	struct err e = ERR_INIT;
@@ -493,8 +495,7 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 		fail(resp, 409, "the sandbox is released: there is no desktop to share");
 		goto out;
 	}
-	struct share_list cnt = {p, json_array(), sh.created_at, 0};
-	all = cnt.arr;
+	struct share_list cnt = {p, NULL, sh.created_at, 0};
 	if (pt_store_share_each(p->st, sb->id, NULL, share_row, &cnt, &e) == -1) {
 		pt_resp_err(resp, &e);
 		goto out;
@@ -522,7 +523,6 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 		 "ttl_s", (json_int_t)ttl);
 	hsrv_resp_json(resp, 201, pt_view_share(p, &sh, sh.created_at));
 out:
-	json_decref(all);
 	json_decref(body);
 }
 
@@ -530,7 +530,6 @@ out:
 static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const struct pt_sb *sb,
 		      const char *share, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
-	bool get = strcmp(req->method, "GET") == 0;
 	long long now = pt_now_ms();
 	struct err e = ERR_INIT;
 
@@ -544,8 +543,7 @@ static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const st
 			return;
 		}
 		log_info("share revoked", "{s:s, s:s}", "sandbox", sb->id, "share", share);
-		get = true;
-	} else if (!get) {
+	} else if (strcmp(req->method, "GET") != 0) {
 		fail(resp, 405, share ? "GET or DELETE here" : "GET or POST here");
 		return;
 	}

@@ -392,13 +392,22 @@ static void br_oop_add(struct browser *b, const char *parent, const json_t *para
 	br_copy(o->parent, sizeof(o->parent), parent && !br_by_session(b, parent) ? parent : "");
 }
 
+/* The out-of-process frame whose target (frame id) or, when target is
+ * NULL, whose session is the one given; -1 when none.  Under b->mu. */
+static int br_oop_index(const struct browser *b, const char *target, const char *session)
+{
+	for (int i = 0; i < b->noop; i++)
+		if (strcmp(target ? b->oop[i].target : b->oop[i].session, target ? target : session) == 0)
+			return i;
+	return -1;
+}
+
 static void br_oop_drop(struct browser *b, const char *sid)
 {
-	for (int i = 0; sid && i < b->noop; i++)
-		if (strcmp(b->oop[i].session, sid) == 0) {
-			b->oop[i] = b->oop[--b->noop];
-			return;
-		}
+	int i = sid ? br_oop_index(b, NULL, sid) : -1;
+
+	if (i >= 0)
+		b->oop[i] = b->oop[--b->noop];
 }
 
 void browser_on_event(void *ud, const char *session, const char *method, json_t *params)
@@ -851,16 +860,12 @@ static int br_frame_get(struct browser *b, int k, char id[64], char session[64],
  * there is none. */
 static bool br_oop_session(struct browser *b, const char *id, char out[64])
 {
-	bool found = false;
-
 	pthread_mutex_lock(&b->mu);
-	for (int i = 0; i < b->noop && !found; i++)
-		if (strcmp(b->oop[i].target, id) == 0) {
-			br_copy(out, 64, b->oop[i].session);
-			found = true;
-		}
+	int i = br_oop_index(b, id, NULL);
+	if (i >= 0)
+		br_copy(out, 64, b->oop[i].session);
 	pthread_mutex_unlock(&b->mu);
-	return found;
+	return i >= 0;
 }
 
 /* mcp-browser's isolated world in frame k: its execution context, and
@@ -876,16 +881,17 @@ static json_t *br_world(struct browser *b, const struct br_cx *cx, int k, char s
 	if (br_frame_get(b, k, id, session, &known, e) == -1)
 		return NULL;
 	/* One world of that name a frame: the walker installed there stays
-	 * while the document lives. */
-	w = br_cdp_s(b, cx, session, "Page.createIsolatedWorld",
-		     json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
-	if (!w && !known && br_oop_session(b, id, session)) {
+	 * while the document lives.  Tried in the tab's session first, then
+	 * (once) in the frame's own when it is a process of its own. */
+	for (int tries = 0;; tries++) {
+		w = br_cdp_s(b, cx, session, "Page.createIsolatedWorld",
+			     json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
+		if (w || known || tries > 0 || !br_oop_session(b, id, session))
+			break;
 		err_clear(e);
 		/* its own frames of other sites are attached too */
 		if (br_auto_attach(b, cx, session, e) == -1)
 			return NULL;
-		w = br_cdp_s(b, cx, session, "Page.createIsolatedWorld",
-			     json_pack("{s:s, s:s}", "frameId", id, "worldName", "cloche-mcp-browser"), e);
 	}
 	if (w && !known) {
 		pthread_mutex_lock(&b->mu);
@@ -939,17 +945,14 @@ int br_frame_offset(struct browser *b, const struct br_cx *cx, const char *sessi
 	*x = *y = 0;
 	br_copy(s, sizeof(s), session);
 	for (int hops = 0; s[0]; hops++) {
-		bool found = false;
-
 		pthread_mutex_lock(&b->mu);
-		for (int i = 0; i < b->noop && !found; i++)
-			if (strcmp(b->oop[i].session, s) == 0) {
-				br_copy(frame, sizeof(frame), b->oop[i].target);
-				br_copy(parent, sizeof(parent), b->oop[i].parent);
-				found = true;
-			}
+		int i = br_oop_index(b, NULL, s);
+		if (i >= 0) {
+			br_copy(frame, sizeof(frame), b->oop[i].target);
+			br_copy(parent, sizeof(parent), b->oop[i].parent);
+		}
 		pthread_mutex_unlock(&b->mu);
-		if (!found || hops > BR_MAX_FRAMES)
+		if (i < 0 || hops > BR_MAX_FRAMES)
 			return err_set(e, 0, "the element's frame is gone; take a new snapshot");
 		/* where the frame's element sits in its parent, in view */
 		AUTOJSON json_t *o = br_cdp_s(b, cx, parent, "DOM.getFrameOwner",
@@ -1001,32 +1004,45 @@ static int br_ref_key(struct browser *b, const char *ref, struct err *e)
 	return key;
 }
 
+int br_key_node(struct browser *b, const struct br_cx *cx, int key, char session[64], json_t **node,
+		struct err *e)
+{
+	char call[48];
+
+	snprintf(call, sizeof(call), "get(%d)", key & BR_KEY_ID);
+	AUTOJSON json_t *w = br_walker(b, cx, key >> BR_KEY_FRAME_SHIFT, call, false, session, e);
+	const char *obj = json_string_value(json_object_get(json_object_get(w, "result"), "objectId"));
+	if (!w)
+		return -1;
+	if (!obj)
+		return 1;
+	AUTOJSON json_t *d = br_cdp_s(b, cx, session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), e);
+	if (!d)
+		return -1;
+	*node = json_incref(json_object_get(d, "node"));
+	return 0;
+}
+
 int br_ref_resolve(struct browser *b, const struct br_cx *cx, const char *ref, struct br_el *el,
 		   struct err *e)
 {
-	char call[48];
-	int k = br_ref_key(b, ref, e);
+	AUTOJSON json_t *node = NULL;
+	int rc, k = br_ref_key(b, ref, e);
 
 	if (k <= 0)
 		return -1;
 	/* the walker's element, then the page's own handle of it (tools run
 	 * functions on it in the page's world, as browser_evaluate's do) */
-	snprintf(call, sizeof(call), "get(%d)", k & BR_KEY_ID);
-	AUTOJSON json_t *w = br_walker(b, cx, k >> BR_KEY_FRAME_SHIFT, call, false, el->session, e);
-	const char *obj = json_string_value(json_object_get(json_object_get(w, "result"), "objectId"));
-	if (!w)
+	if ((rc = br_key_node(b, cx, k, el->session, &node, e)) == -1)
 		return -1;
-	if (!obj)
+	if (rc == 1)
 		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
-	AUTOJSON json_t *d = br_cdp_s(b, cx, el->session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), e);
-	const json_t *be = json_object_get(json_object_get(d, "node"), "backendNodeId");
-	if (!d)
-		return -1;
+	const json_t *be = json_object_get(node, "backendNodeId");
 	if (!json_is_integer(be))
 		return err_set(e, 0, "ref %s: the element has no node id", ref);
 	AUTOJSON json_t *r = br_cdp_s(b, cx, el->session, "DOM.resolveNode",
 				      json_pack("{s:O}", "backendNodeId", be), e);
-	obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
+	const char *obj = json_string_value(json_object_get(json_object_get(r, "object"), "objectId"));
 	if (!obj)
 		return err_set(e, 0, "ref %s is stale: the element is no longer in the page; take a new snapshot", ref);
 	br_copy(el->obj, sizeof(el->obj), obj);

@@ -123,6 +123,13 @@ json_t *br_walker(struct browser *b, const struct br_cx *cx, int frame, const ch
 /* The walker's source (generated from walk.js). */
 extern const char br_walk_js[];
 
+/* The DOM node (DOM.describeNode's "node", a new reference, into *node)
+ * of the element the walker numbers key, and the session of its frame
+ * (copied into session).  0, 1 when the element is gone from the page,
+ * or -1 with e set. */
+int br_key_node(struct browser *b, const struct br_cx *cx, int key, char session[64], json_t **node,
+		struct err *e);
+
 /* A live element a ref names. */
 struct br_el {
 	char obj[128];	  /* its JavaScript handle, in the page's world of its frame */

@@ -1064,29 +1064,24 @@ static json_t *snap_read(struct browser *b, const struct br_cx *cx, int k, size_
 
 /* The iframes whose document the walker of their parent cannot reach
  * (another origin's) are walked in their own frame's world and join the
- * tree under their Iframe nodes, nested ones too.  A frame that cannot be
- * read (in another process: another site's, where the browser isolates
- * sites) stays an Iframe line without content. */
+ * tree under their Iframe nodes, nested ones too: in the tab's session, or
+ * in the frame's own when it is a process of its own (another site's).  A
+ * frame that cannot be read stays an Iframe line without content. */
 static void snap_frames(struct browser *b, const struct br_cx *cx, json_t *nodes)
 {
 	for (size_t i = 0; i < json_array_size(nodes); i++) {
 		json_t *n = json_array_get(nodes, i);
 		const json_t *be = json_object_get(n, "backendDOMNodeId");
-		AUTOJSON json_t *h = NULL, *d = NULL, *t = NULL;
+		AUTOJSON json_t *d = NULL, *t = NULL;
 		struct err e2 = ERR_INIT;
-		const char *obj, *frame;
-		char call[48], session[64];
-		int key, k;
+		const char *frame = NULL;
+		char session[64];
+		int k;
 
 		if (!snap_true(snap_prop(n, "frame")) || !json_is_integer(be))
 			continue;
-		key = (int)json_integer_value(be);
-		snprintf(call, sizeof(call), "get(%d)", key & BR_KEY_ID);
-		h = br_walker(b, cx, key >> BR_KEY_FRAME_SHIFT, call, false, session, &e2);
-		obj = json_string_value(json_object_get(json_object_get(h, "result"), "objectId"));
-		if (obj)
-			d = br_cdp_s(b, cx, session, "DOM.describeNode", json_pack("{s:s}", "objectId", obj), &e2);
-		frame = json_string_value(json_object_get(json_object_get(d, "node"), "frameId"));
+		if (br_key_node(b, cx, (int)json_integer_value(be), session, &d, &e2) == 0)
+			frame = json_string_value(json_object_get(d, "frameId"));
 		if (!frame || (k = br_frame_number(b, frame)) < 0 || !(t = snap_read(b, cx, k, 0, &e2))) {
 			log_debug("iframe not in the snapshot", "{s:s}", "error", e2.msg);
 			continue;

@@ -68,8 +68,19 @@
 	}
 
 	// A layout table (a grid for placing things) rather than one of data:
-	// Chromium's rule of thumb, shortened.
+	// Chromium's rule of thumb, shortened.  Asked for the table and each of
+	// its rows and cells, so the verdict is kept for the walk.
+	let layouts = new WeakMap();
 	function layoutTable(t) {
+		let v = layouts.get(t);
+		if (v === undefined) {
+			v = isLayoutTable(t);
+			layouts.set(t, v);
+		}
+		return v;
+	}
+
+	function isLayoutTable(t) {
 		if (t.caption || t.tHead || t.tFoot || t.getAttribute('summary') || t.querySelector(':scope > colgroup'))
 			return false;
 		if (t.rows.length >= 20)
@@ -349,6 +360,7 @@
 	// limit: stop after that many nodes (0: none), the answer says so
 	function walk(limit) {
 		const t0 = performance.now();
+		layouts = new WeakMap(); // a page may have changed since the last walk
 		const doc = document;
 		const nodes = [];
 		let seq = 0;
@@ -538,5 +550,5 @@
 		return el && el.isConnected ? el : null;
 	}
 
-	return {walk, get, id: idOf};
+	return {walk, get};
 })()
