@@ -6,7 +6,18 @@ $(BUILD)/bin/cloche-init: $(INIT_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS)
 
-VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c))
+VNC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/vnc/*.c)) \
+	$(BUILD)/obj/appliance/vnc/page.o
+
+# The noVNC page's script (page.js) is compiled in as one C string,
+# vnc_page_js.
+$(BUILD)/gen/appliance/vnc/page.c: appliance/vnc/page.js
+	@mkdir -p $(@D)
+	@{ echo 'extern const char vnc_page_js[];'; echo 'const char vnc_page_js[] ='; \
+	  sed -e '/^\/\//d' -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } >$@
+$(BUILD)/obj/appliance/vnc/page.o: $(BUILD)/gen/appliance/vnc/page.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
 $(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \

@@ -105,3 +105,13 @@ int utf8_to_latin1(const char *s, size_t n, char **out, size_t *len)
 	*len = (size_t)(q - o);
 	return 0;
 }
+
+size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	/* back over continuation bytes to the start of the character cut */
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}

@@ -24,4 +24,8 @@ int utf8_clean(const char *s, size_t n, bool latin1, char **out, size_t *len);
  * -1 when out of memory. */
 int utf8_to_latin1(const char *s, size_t n, char **out, size_t *len);
 
+/* The length of the longest start of s (n bytes) that is at most max bytes
+ * and does not end inside a character. */
+size_t utf8_cut(const char *s, size_t n, size_t max);
+
 #endif

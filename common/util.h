@@ -68,6 +68,9 @@ int util_mkdir_parents(const char *path, mode_t mode);
 /* Monotonic clock in milliseconds. */
 uint64_t util_now_ms(void);
 
+/* Wall clock (CLOCK_REALTIME) in milliseconds since the epoch. */
+int64_t util_wall_ms(void);
+
 /* A secret for a URL: nbytes from getrandom(2) in unpadded base64url
  * ([A-Za-z0-9_-], 4 characters per 3 bytes) into out.  0, or -1 with errno
  * set (out too small for the text and its NUL: ERANGE). */

@@ -8,12 +8,14 @@
  * poll timeout zero rather than leaving events stranded. */
 #include "app.h"
 
+#include "agent.h"
 #include "capture.h"
 #include "clip.h"
 #include "cursor.h"
 #include "display.h"
 #include "http.h"
 #include "input.h"
+#include "lease.h"
 #include "marker.h"
 #include "net.h"
 #include "pointer.h"
@@ -44,6 +46,9 @@ struct vnc_app {
 	struct vnc_server *srv;
 	struct vnc_http *http;
 	struct vnc_clip *clip;
+	struct vnc_lease *lease; /* NULL with --control shared or no input */
+	struct vnc_agent *agent;
+	unsigned lease_seen;     /* the lease version viewers were told of */
 	int rfb_fd;
 	int sig_fd;
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
@@ -67,11 +72,11 @@ static void on_click(void *ctx, int x, int y, int button, uint64_t now_ms)
 	vnc_marker_click(vnc_server_marker(app->srv), x, y, button, now_ms);
 }
 
-static void on_upgrade(void *ctx, int fd, const char *peer)
+static void on_upgrade(void *ctx, int fd, const char *peer, const char *key)
 {
 	struct vnc_app *app = ctx;
 
-	vnc_server_adopt(app->srv, fd, peer, true);
+	vnc_server_adopt(app->srv, fd, peer, true, key);
 }
 
 struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
@@ -143,6 +148,19 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 		if (!app->http)
 			goto fail;
 	}
+	if (app->in && !o->shared_control) {
+		app->lease = vnc_lease_new();
+		if (!app->lease) {
+			err_set(e, ENOMEM, "lease");
+			goto fail;
+		}
+		app->agent = vnc_agent_new(o->display, app->lease, e);
+		if (!app->agent)
+			goto fail;
+		vnc_server_set_lease(app->srv, app->lease);
+		if (app->http)
+			vnc_http_set_lease(app->http, app->lease);
+	}
 	XFlush(app->disp.dpy);
 	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b}", "display",
 		 o->display, "width", app->disp.width, "height", app->disp.height, "listen",
@@ -180,7 +198,7 @@ static void accept_rfb(struct vnc_app *app)
 				log_warn("RFB accept failed", "{s:s}", "error", strerror(errno));
 			return;
 		}
-		vnc_server_adopt(app->srv, fd, peer, false);
+		vnc_server_adopt(app->srv, fd, peer, false, NULL);
 	}
 }
 
@@ -200,7 +218,7 @@ int vnc_app_run(struct vnc_app *app)
 
 	for (;;) {
 		uint64_t now = util_now_ms();
-		size_t n = 0, rfb_at = 0, http_at, http_n = 0;
+		size_t n = 0, rfb_at = 0, http_at, http_n = 0, agent_at, agent_n = 0;
 		int timeout;
 
 		while (XPending(dpy)) {
@@ -219,6 +237,15 @@ int vnc_app_run(struct vnc_app *app)
 		}
 		vnc_server_process(app->srv);
 		vnc_clip_run(app->clip);
+		if (app->lease) {
+			vnc_lease_tick(app->lease, now, util_wall_ms());
+			if (vnc_lease_version(app->lease) != app->lease_seen) {
+				app->lease_seen = vnc_lease_version(app->lease);
+				vnc_agent_deliver(app->agent, now);
+				if (app->http)
+					vnc_http_lease_changed(app->http, now);
+			}
+		}
 		XFlush(dpy);
 
 		app->fds[n++] = (struct pollfd){.fd = app->sig_fd, .events = POLLIN};
@@ -230,7 +257,11 @@ int vnc_app_run(struct vnc_app *app)
 			rfb_at = n;
 			app->fds[n++] = (struct pollfd){.fd = app->rfb_fd, .events = POLLIN};
 		}
-		n += vnc_server_pollfds(app->srv, app->fds + n, MAX_POLL - n - 80);
+		n += vnc_server_pollfds(app->srv, app->fds + n, MAX_POLL - n - 120);
+		agent_at = n;
+		if (app->agent)
+			agent_n = vnc_agent_pollfds(app->agent, app->fds + n, 34);
+		n += agent_n;
 		http_at = n;
 		if (app->http)
 			http_n = vnc_http_pollfds(app->http, app->fds + n, MAX_POLL - n, now);
@@ -242,6 +273,8 @@ int vnc_app_run(struct vnc_app *app)
 		if (app->in)
 			timeout = min_timeout(timeout, vnc_input_timeout_ms(app->in, now));
 		timeout = min_timeout(timeout, vnc_pointer_timeout_ms(app->ptr, now));
+		if (app->lease)
+			timeout = min_timeout(timeout, vnc_lease_timeout_ms(app->lease, now));
 		timeout = min_timeout(timeout,
 				      vnc_marker_timeout_ms(vnc_server_marker(app->srv), now));
 		if (XQLength(dpy) > 0)
@@ -265,6 +298,8 @@ int vnc_app_run(struct vnc_app *app)
 			accept_rfb(app);
 		if (app->http)
 			vnc_http_process(app->http, app->fds + http_at, http_n, now);
+		if (app->agent)
+			vnc_agent_process(app->agent, app->fds + agent_at, agent_n, now);
 	}
 }
 
@@ -275,10 +310,12 @@ void vnc_app_stop(struct vnc_app *app)
 	if (app->cap)
 		vnc_capture_log_stats(app->cap);
 	vnc_http_free(app->http);
+	vnc_agent_free(app->agent);
 	if (app->rfb_fd >= 0)
 		close(app->rfb_fd);
 	/* The server first: it owns the cursor and uses the framebuffer. */
 	vnc_server_free(app->srv);
+	vnc_lease_free(app->lease);
 	vnc_pointer_free(app->ptr);
 	vnc_clip_free(app->clip);
 	vnc_cursor_free(app->cur);

@@ -6,6 +6,7 @@
  * way, is remembered: a viewer sending back what it just received (or an
  * X client copying again what a viewer sent) changes nothing. */
 #include "clip.h"
+#include "server.h"
 
 #include "appliance/x11/x11_clip.h"
 
@@ -71,8 +72,7 @@ static void on_cut_text(char *str, int len, rfbClientPtr cl)
 	char *text;
 	size_t n;
 
-	(void)cl;
-	if (!the_clip || len < 0)
+	if (!the_clip || len < 0 || !vnc_server_may_input(cl))
 		return;
 	if (utf8_clean(str, (size_t)len, true, &text, &n) == -1) {
 		log_warn("out of memory for a viewer's clipboard text", NULL);
@@ -89,8 +89,7 @@ static void on_cut_text_utf8(char *str, int len, rfbClientPtr cl)
 	char *text, *w;
 	size_t n;
 
-	(void)cl;
-	if (!the_clip || len < 0)
+	if (!the_clip || len < 0 || !vnc_server_may_input(cl))
 		return;
 	if (utf8_clean(str, strnlen(str, (size_t)len), false, &text, &n) == -1) {
 		log_warn("out of memory for a viewer's clipboard text", NULL);

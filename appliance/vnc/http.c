@@ -6,6 +6,7 @@
  *          peeked, POLLIN would fire at once, so it is looked at again on a
  *          short back-off timer instead of spinning
  *   WRITE  sending the header block, then the file with sendfile()
+ *   HOLD   a control long-poll waiting for the lease to change
  * Exactly the bytes of one request are consumed before it is answered, so
  * pipelined or keep-alive requests, WebSocket upgrades included, work. */
 #include "http.h"
@@ -14,6 +15,7 @@
 
 #include "common/hostcheck.h"
 #include "common/log.h"
+#include "common/query.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -37,7 +39,11 @@
 #define IDLE_TIMEOUT_MS 75000
 #define WRITE_TIMEOUT_MS 30000
 
-enum conn_state { C_READ, C_WAIT, C_WRITE };
+/* How long a control long-poll is held before it is answered unchanged;
+ * shorter than the proxy's upstream timeout. */
+#define HOLD_MS 25000
+
+enum conn_state { C_READ, C_WAIT, C_WRITE, C_HOLD };
 
 struct conn {
 	int fd;
@@ -51,6 +57,10 @@ struct conn {
 	int file_fd; /* body from a file, or -1 */
 	off_t file_off, file_len;
 	bool keep_alive;
+	/* HOLD: the lease version the page has seen, its key and rights */
+	unsigned since;
+	char key[VNC_LEASE_KEY_MAX];
+	bool may_control;
 };
 
 struct vnc_http {
@@ -58,6 +68,7 @@ struct vnc_http {
 	int dir_fd;
 	vnc_http_upgrade_fn upgrade;
 	void *ctx;
+	struct vnc_lease *lease; /* NULL: no control lease */
 	struct vnc_http_guard guard;
 	struct conn conns[MAX_CONNS];
 	int nconns;
@@ -69,15 +80,9 @@ struct vnc_http {
 /* Defaults the "/" redirect adds to noVNC's query unless already there. */
 static const char *const redirect_defaults[] = {"autoconnect=1", "resize=scale", "reconnect=1"};
 
-/* Runs in the page before noVNC's modules: makes "scale" the resize mode
- * of a browser that never chose one, and turns on noVNC's dot cursor (the
- * pointer itself is painted into the frames, so without the dot a person
- * has no local cursor at all; docs/vnc.md).  noVNC 1.3 has no
- * defaults.json. */
-static const char inject_script[] =
-	"<script>/* cloche-vnc */try{for(const[k,v]of[[\"resize\",\"scale\"],"
-	"[\"show_dot\",\"true\"]])if(localStorage.getItem(k)===null)"
-	"localStorage.setItem(k,v);}catch(e){}</script>";
+/* page.js, run in every page before noVNC's modules: noVNC's defaults
+ * ("scale", the dot cursor), the tab's viewer key, the control bar. */
+extern const char vnc_page_js[];
 
 static const struct {
 	const char *ext;
@@ -345,12 +350,16 @@ static bool query_has(const char *target, const char *key, const char *value)
 	return diff == 0;
 }
 
-/* Why a WebSocket upgrade may not go through: 0 when it may, else the HTTP
- * status to answer, with a reason for the log and the body. */
-static int upgrade_refusal(const struct vnc_http *h, const struct request *r, const char **why)
+/* Whether a request may reach the desktop (a WebSocket upgrade, the
+ * control calls): 0 when it may, with *control saying whether it may also
+ * drive (the secret, or no secret at all; the view secret only watches),
+ * else the HTTP status to answer, with a reason for the log and the body. */
+static int refusal(const struct vnc_http *h, const struct request *r, bool *control,
+		   const char **why)
 {
 	const char *allowed = h->guard.allowed_hosts;
 
+	*control = true;
 	if (r->host && !hostcheck_host_allowed(r->host, allowed)) {
 		*why = "Host is not allowed";
 		return 403;
@@ -374,6 +383,7 @@ static int upgrade_refusal(const struct vnc_http *h, const struct request *r, co
 			*why = view ? "the view secret is wrong" : "the secret is wrong";
 			return 403;
 		}
+		*control = !view;
 	}
 	return 0;
 }
@@ -419,7 +429,9 @@ static int respond_redirect(struct conn *c, const char *target, bool head_only)
 static int respond_html(struct conn *c, int fd, off_t size, const char *extra,
 			bool head_only)
 {
-	size_t inj = sizeof(inject_script) - 1, at = 0;
+	static const char open_tag[] = "<script>", close_tag[] = "</script>";
+	size_t js = strlen(vnc_page_js), inj = js + sizeof(open_tag) - 1 + sizeof(close_tag) - 1;
+	size_t at = 0;
 	AUTOFREE char *page = NULL;
 	AUTOFREE char *body = NULL;
 	size_t got = 0;
@@ -447,7 +459,9 @@ static int respond_html(struct conn *c, int fd, off_t size, const char *extra,
 		}
 	}
 	memcpy(body, page, at);
-	memcpy(body + at, inject_script, inj);
+	memcpy(body + at, open_tag, sizeof(open_tag) - 1);
+	memcpy(body + at + sizeof(open_tag) - 1, vnc_page_js, js);
+	memcpy(body + at + sizeof(open_tag) - 1 + js, close_tag, sizeof(close_tag) - 1);
 	memcpy(body + at + inj, page + at, got - at);
 	return respond(c, 200, "OK", extra, "text/html; charset=utf-8", body, got + inj,
 		       head_only);
@@ -493,13 +507,119 @@ static int respond_file(struct vnc_http *h, struct conn *c, const struct request
 	return 200;
 }
 
+/* A JSON answer (takes the reference); error bodies are {"error": msg}. */
+static int respond_json(struct conn *c, int status, const char *reason, json_t *body,
+			bool head_only)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	int rc;
+
+	json_decref(body);
+	if (!text)
+		return respond_error(c, 500, "Internal Server Error", head_only);
+	rc = respond(c, status, reason, NULL, "application/json", text, strlen(text), head_only);
+	free(text);
+	return rc;
+}
+
+static int control_error(struct conn *c, int status, const char *reason, const char *msg)
+{
+	return respond_json(c, status, reason, json_pack("{s:s}", "error", msg), false);
+}
+
+/* The lease as the page of c->key sees it, with its rights. */
+static int control_state(struct vnc_http *h, struct conn *c, bool head_only)
+{
+	json_t *st = vnc_lease_state_json(h->lease, c->key[0] ? c->key : NULL);
+
+	if (st)
+		json_object_set_new(st, "may_control", json_boolean(c->may_control));
+	return respond_json(c, 200, "OK", st, head_only);
+}
+
+/* /cloche/control: GET answers the lease's state (with ?since=V, once it
+ * differs from version V, holding the request up to HOLD_MS: returns 0
+ * then); POST ?action=take|hand_back[&note=...] changes it.  Both name
+ * the page's viewer key (?viewer=).  Returns the status, 0 when held. */
+static int answer_control(struct vnc_http *h, struct conn *c, const struct request *r,
+			  bool head_only, uint64_t now)
+{
+	const char *q = strchr(r->target, '?');
+	char since[16], action[16], note[3 * VNC_LEASE_NOTE_MAX];
+	const char *why = NULL;
+	bool post = strcmp(r->method, "POST") == 0;
+	int status = refusal(h, r, &c->may_control, &why);
+
+	q = q ? q + 1 : "";
+	if (status)
+		return control_error(c, status, status == 401 ? "Unauthorized" : "Forbidden", why);
+	if (!h->lease)
+		return control_error(c, 404, "Not Found",
+				     "this desktop has no control lease: everyone drives at once");
+	if (query_get(q, "viewer", c->key, sizeof(c->key)) < 0)
+		c->key[0] = '\0';
+	if (!post) {
+		long v;
+		char *end;
+
+		if (query_get(q, "since", since, sizeof(since)) > 0 &&
+		    (v = strtol(since, &end, 10), *end == '\0') &&
+		    (unsigned)v == vnc_lease_version(h->lease) && !head_only) {
+			c->since = (unsigned)v;
+			c->state = C_HOLD;
+			c->deadline = now + HOLD_MS;
+			return 0;
+		}
+		return control_state(h, c, head_only);
+	}
+	if (!c->may_control)
+		return control_error(c, 403, "Forbidden", "this link may only watch");
+	if (!r->origin && !r->host)
+		return control_error(c, 403, "Forbidden", "no Origin or Host");
+	if (query_get(q, "action", action, sizeof(action)) < 0)
+		action[0] = '\0';
+	if (strcmp(action, "take") == 0) {
+		if (vnc_lease_take(h->lease, c->key, util_wall_ms()) != VNC_LEASE_OK)
+			return control_error(c, 409, "Conflict",
+					     "no viewer of this page is connected (reload it)");
+		log_info("a person took control", "{s:s}", "addr", c->peer);
+	} else if (strcmp(action, "hand_back") == 0) {
+		int n = query_get(q, "note", note, sizeof(note));
+
+		if (n == QUERY_BAD)
+			return control_error(c, 400, "Bad Request", "the note is too long or badly escaped");
+		if (vnc_lease_hand_back(h->lease, c->key, n > 0 ? note : "", util_wall_ms()) !=
+		    VNC_LEASE_OK)
+			return control_error(c, 409, "Conflict", "this page does not have control");
+		log_info("a person handed control back", "{s:s, s:I}", "addr", c->peer, "note_bytes",
+			 (json_int_t)(n > 0 ? n : 0));
+	} else {
+		return control_error(c, 400, "Bad Request", "action must be take or hand_back");
+	}
+	return control_state(h, c, false);
+}
+
 /* Builds the answer to one parsed (and consumed) request.  Returns the
- * status, or -1 when even an error response could not be built. */
-static int answer(struct vnc_http *h, struct conn *c, const struct request *r)
+ * status, 0 when the request is held (a control long-poll), or -1 when
+ * even an error response could not be built. */
+static int answer(struct vnc_http *h, struct conn *c, const struct request *r, uint64_t now)
 {
 	bool head_only = strcmp(r->method, "HEAD") == 0;
 	char rel[1024];
 
+	if (strncmp(r->target, "/cloche/control", 15) == 0 &&
+	    (r->target[15] == '\0' || r->target[15] == '?')) {
+		if ((r->content_length && strcmp(r->content_length, "0") != 0) ||
+		    r->transfer_encoding) {
+			c->keep_alive = false;
+			return respond_error(c, 400, "Bad Request", head_only);
+		}
+		if (!head_only && strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
+			c->keep_alive = false;
+			return respond_error(c, 405, "Method Not Allowed", false);
+		}
+		return answer_control(h, c, r, head_only, now);
+	}
 	if (!head_only && strcmp(r->method, "GET") != 0) {
 		c->keep_alive = false;
 		return respond_error(c, 405, "Method Not Allowed", false);
@@ -619,24 +739,30 @@ static bool conn_read(struct vnc_http *h, int i, uint64_t now)
 		int fd = c->fd;
 		char peer[64];
 		const char *why = NULL;
-		int refusal = upgrade_refusal(h, &r, &why);
+		bool control;
+		int refused = refusal(h, &r, &control, &why);
+		char key[VNC_LEASE_KEY_MAX];
+		const char *q = strchr(r.target, '?');
 
-		if (refusal) {
+		if (refused) {
 			log_warn("websocket refused", "{s:s, s:s, s:s, s:s}", "addr", c->peer, "reason",
 				 why, "host", r.host ? r.host : "", "origin", r.origin ? r.origin : "");
 			c->keep_alive = false;
-			respond_error(c, refusal, refusal == 401 ? "Unauthorized" : "Forbidden", false);
+			respond_error(c, refused, refused == 401 ? "Unauthorized" : "Forbidden", false);
 			goto consume;
 		}
 		log_debug("websocket upgrade", "{s:s, s:s}", "addr", c->peer, "path", r.target);
 		memcpy(peer, c->peer, sizeof(peer));
+		if (!q || query_get(q + 1, "viewer", key, sizeof(key)) <= 0 ||
+		    !util_token_chars(key, strlen(key)))
+			key[0] = '\0';
 		conn_forget(h, i);
-		h->upgrade(h->ctx, fd, peer);
+		h->upgrade(h->ctx, fd, peer, key[0] ? key : NULL);
 		return false;
 	}
 	c->keep_alive = strcmp(r.version, "HTTP/1.1") == 0 &&
 			!(r.connection && has_token(r.connection, "close"));
-	status = answer(h, c, &r);
+	status = answer(h, c, &r, now);
 	if (status == -1) {
 		conn_close(h, i);
 		return false;
@@ -656,6 +782,8 @@ consume:
 		}
 		got += (size_t)m;
 	}
+	if (c->state == C_HOLD)
+		return true; /* answered when the lease changes or the hold ends */
 send:
 	c->state = C_WRITE;
 	return conn_write(h, i, now);
@@ -752,6 +880,33 @@ int vnc_http_timeout_ms(const struct vnc_http *h, uint64_t now_ms)
 	return next <= now_ms ? 0 : (int)(next - now_ms);
 }
 
+/* Answers a held control long-poll with the lease as it is now. */
+static void answer_hold(struct vnc_http *h, int i, uint64_t now)
+{
+	struct conn *c = &h->conns[i];
+
+	c->state = C_WRITE;
+	if (control_state(h, c, false) == -1) {
+		conn_close(h, i);
+		return;
+	}
+	conn_write(h, i, now);
+}
+
+void vnc_http_set_lease(struct vnc_http *h, struct vnc_lease *lease)
+{
+	h->lease = lease;
+}
+
+void vnc_http_lease_changed(struct vnc_http *h, uint64_t now_ms)
+{
+	unsigned v = h->lease ? vnc_lease_version(h->lease) : 0;
+
+	for (int i = h->nconns - 1; i >= 0; i--)
+		if (h->conns[i].state == C_HOLD && h->conns[i].since != v)
+			answer_hold(h, i, now_ms);
+}
+
 void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, uint64_t now_ms)
 {
 	bool ready[MAX_CONNS] = {false};
@@ -766,6 +921,12 @@ void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, ui
 		struct conn *c = &h->conns[i];
 		bool due = c->state == C_WAIT && now_ms >= c->retry_at;
 
+		if (c->state == C_HOLD) {
+			/* readable: closed, or another request behind it */
+			if (ready[i] || now_ms >= c->deadline)
+				answer_hold(h, i, now_ms);
+			continue;
+		}
 		if (!ready[i] && !due) {
 			if (now_ms >= c->deadline) {
 				log_debug("http connection timed out", "{s:s}", "addr", c->peer);

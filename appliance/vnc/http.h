@@ -11,8 +11,10 @@
  *                    with ?secret=S, also path=websockify?secret=S and
  *                    password=S, so that one link opens the desktop
  *   GET /<file>      the file under the web directory (GET and HEAD only);
- *                    .html pages get a one-line script that makes "scale"
- *                    the default resize mode of noVNC (still changeable)
+ *                    .html pages get cloche's script: noVNC's defaults,
+ *                    the page's viewer key, and the control bar
+ *   GET|POST /cloche/control   the control lease (docs/vnc.md, Control):
+ *                    its state (long-polled with ?since=), take, hand back
  *
  * A WebSocket upgrade is handed over only when its Host and Origin (when
  * present) are allowed (common/hostcheck.h: a web page elsewhere must not
@@ -25,6 +27,8 @@
 #ifndef CLOCHE_VNC_HTTP_H
 #define CLOCHE_VNC_HTTP_H
 
+#include "lease.h"
+
 #include "common/err.h"
 
 #include <poll.h>
@@ -35,8 +39,9 @@
 struct vnc_http;
 
 /* Receives a connection whose next request is a WebSocket upgrade; fd is
- * the callee's from then on. */
-typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer);
+ * the callee's from then on.  key is the viewer key of the page that opened
+ * it (?viewer=, token characters only), or NULL. */
+typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer, const char *key);
 
 /* Who may open a WebSocket.  Both strings must outlive the server. */
 struct vnc_http_guard {
@@ -63,6 +68,12 @@ int vnc_http_timeout_ms(const struct vnc_http *h, uint64_t now_ms);
 /* Handles the poll results for the entries vnc_http_pollfds() filled, plus
  * any timers that are due. */
 void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, uint64_t now_ms);
+
+/* Serves /cloche/control over this lease (NULL: answers 404). */
+void vnc_http_set_lease(struct vnc_http *h, struct vnc_lease *lease);
+
+/* The lease changed: answers the control long-polls waiting for that. */
+void vnc_http_lease_changed(struct vnc_http *h, uint64_t now_ms);
 
 /* Closes the listener and every connection. */
 void vnc_http_free(struct vnc_http *h);

@@ -20,6 +20,7 @@ enum {
 	OPT_NAME,
 	OPT_FRAME_MS,
 	OPT_VIEW_ONLY,
+	OPT_CONTROL,
 	OPT_LOG_LEVEL,
 	OPT_HELP,
 };
@@ -35,6 +36,7 @@ static const struct option long_opts[] = {
 	{"name", required_argument, NULL, OPT_NAME},
 	{"frame-ms", required_argument, NULL, OPT_FRAME_MS},
 	{"view-only", no_argument, NULL, OPT_VIEW_ONLY},
+	{"control", required_argument, NULL, OPT_CONTROL},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -59,6 +61,9 @@ void vnc_options_usage(const char *prog, int to_stderr)
 		"                        that a WebSocket's Host and Origin may carry\n"
 		"                        (comma-separated, *.suffix; also CLOCHE_VNC_ALLOWED_HOSTS)\n"
 		"  --view-only           ignore keyboard and pointer input from viewers\n"
+		"  --control MODE        lease (default): people watch until they take control,\n"
+		"                        and then the agent waits; shared: everyone drives at\n"
+		"                        once (also CLOCHE_VNC_CONTROL)\n"
 		"  --name NAME           desktop name shown by viewers (default cloche)\n"
 		"  --frame-ms MS         least time between two screen grabs (default 20)\n"
 		"  --log-level LEVEL     debug, info, warn or error (default info)\n"
@@ -73,6 +78,16 @@ void vnc_options_usage(const char *prog, int to_stderr)
 }
 
 /* Parses a decimal integer in [lo, hi]; -1 with e set otherwise. */
+/* "lease" or "shared" into *shared. */
+static int parse_control(const char *s, bool *shared, struct err *e)
+{
+	if (strcmp(s, "lease") == 0 || strcmp(s, "shared") == 0) {
+		*shared = strcmp(s, "shared") == 0;
+		return 0;
+	}
+	return err_set(e, 0, "--control: `%s` is not lease or shared", s);
+}
+
 static int parse_int(const char *flag, const char *s, long lo, long hi, int *out, struct err *e)
 {
 	char *end;
@@ -91,6 +106,7 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 					  struct err *e)
 {
 	int c, lvl;
+	bool control_set = false;
 
 	*o = (struct vnc_options){
 		.display = NULL,
@@ -141,6 +157,11 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 		case OPT_VIEW_ONLY:
 			o->view_only = true;
 			break;
+		case OPT_CONTROL:
+			if (parse_control(optarg, &o->shared_control, e) == -1)
+				return VNC_OPTIONS_BAD;
+			control_set = true;
+			break;
 		case OPT_LOG_LEVEL:
 			lvl = log_level_parse(optarg);
 			if (lvl < 0) {
@@ -181,6 +202,11 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 	}
 	if (!o->allowed_hosts)
 		o->allowed_hosts = getenv("CLOCHE_VNC_ALLOWED_HOSTS");
+	if (!control_set && getenv("CLOCHE_VNC_CONTROL") && *getenv("CLOCHE_VNC_CONTROL") &&
+	    parse_control(getenv("CLOCHE_VNC_CONTROL"), &o->shared_control, e) == -1) {
+		err_wrap(e, "CLOCHE_VNC_CONTROL");
+		return VNC_OPTIONS_BAD;
+	}
 	{
 		/* Keep a copy and wipe the value in place: /proc/<pid>/environ
 		 * shows the environment block as it is in memory. */

@@ -23,6 +23,7 @@ struct vnc_options {
 	const char *name;          /* desktop name shown by viewers */
 	int frame_ms;              /* least time between two screen grabs */
 	bool view_only;            /* ignore every input event */
+	bool shared_control;       /* no control lease: everyone drives at once */
 	enum log_level log_level;
 };
 

@@ -23,6 +23,8 @@ struct vnc_client {
 	uint64_t since_ms;
 	char peer[64];
 	int buttons; /* the last button mask this viewer sent */
+	char key[VNC_LEASE_KEY_MAX]; /* its page's key, or "rfb:<id>" */
+	bool implicit;               /* no page key: a plain VNC client */
 };
 
 struct vnc_server {
@@ -37,6 +39,8 @@ struct vnc_server {
 	unsigned long next_id;
 	const char *adopt_peer; /* peer of the socket being adopted right now */
 	bool adopt_via_web;     /* ... and whether the web port checked it */
+	const char *adopt_key;  /* ... and its page's viewer key, or NULL */
+	struct vnc_lease *lease; /* who may drive the desktop; NULL: anyone */
 };
 
 /* libvncserver's messages are chatty and line-oriented; strip the newline
@@ -90,11 +94,24 @@ static void rfb_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+bool vnc_server_may_input(rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+	struct vnc_client *c = cl->clientData;
+
+	if (cl->viewOnly || s->view_only || !c)
+		return false;
+	return !s->lease ||
+	       vnc_lease_may_input(s->lease, c->key, c->implicit, util_now_ms(), util_wall_ms());
+}
+
 static void on_key(rfbBool down, rfbKeySym ks, rfbClientPtr cl)
 {
 	struct vnc_server *s = cl->screen->screenData;
 
-	if (s->in && !s->view_only && !cl->viewOnly)
+	/* A release always goes through: a key pressed while this viewer had
+	 * control must not stay down after it lost it. */
+	if (s->in && (down ? vnc_server_may_input(cl) : !cl->viewOnly && !s->view_only))
 		vnc_input_key(s->in, down != 0, (uint32_t)ks);
 }
 
@@ -119,6 +136,16 @@ static void on_pointer(int mask, int x, int y, rfbClientPtr cl)
 	 * drops its input too) */
 	if (cl->viewOnly)
 		return;
+	if (s->in && !vnc_server_may_input(cl)) {
+		struct vnc_client *c = cl->clientData;
+
+		/* watching: only let go of buttons held from before */
+		if (c && c->buttons && !s->view_only) {
+			c->buttons = 0;
+			vnc_input_pointer(s->in, 0, x, y);
+		}
+		return;
+	}
 	if (s->in && !s->view_only) {
 		if (cl->clientData)
 			announce_presses(s, cl->clientData, mask, cl);
@@ -162,6 +189,8 @@ static void on_client_gone(rfbClientPtr cl)
 	vnc_marker_client_gone(s->marker, cl);
 	if (!c)
 		return;
+	if (s->lease)
+		vnc_lease_viewer_leave(s->lease, c->key, util_now_ms());
 	log_info("client disconnected", "{s:s, s:I, s:I}", "addr", c->peer, "client",
 		 (json_int_t)c->id, "duration_ms", (json_int_t)(util_now_ms() - c->since_ms));
 	free(c);
@@ -201,6 +230,14 @@ static enum rfbNewClientAction on_new_client(rfbClientPtr cl)
 		snprintf(c->peer, sizeof(c->peer), "%s", s->adopt_peer);
 	else
 		snprintf(c->peer, sizeof(c->peer), "%s", cl->host ? cl->host : "unknown");
+	if (s->adopt_key && s->adopt_key[0]) {
+		snprintf(c->key, sizeof(c->key), "%s", s->adopt_key);
+	} else {
+		snprintf(c->key, sizeof(c->key), "rfb:%lu", c->id);
+		c->implicit = true;
+	}
+	if (s->lease)
+		vnc_lease_viewer_join(s->lease, c->key);
 	cl->clientData = c;
 	cl->clientGoneHook = on_client_gone;
 	if (s->view_only)
@@ -360,14 +397,22 @@ struct vnc_marker *vnc_server_marker(struct vnc_server *s)
 	return s->marker;
 }
 
-void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web)
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web,
+		      const char *key)
 {
 	log_debug("connection handed to libvncserver", "{s:s, s:b}", "addr", peer, "web", via_web);
 	s->adopt_peer = peer;
 	s->adopt_via_web = via_web;
+	s->adopt_key = key;
 	rfbNewClientConnection(s->screen, fd);
 	s->adopt_peer = NULL;
 	s->adopt_via_web = false;
+	s->adopt_key = NULL;
+}
+
+void vnc_server_set_lease(struct vnc_server *s, struct vnc_lease *lease)
+{
+	s->lease = lease;
 }
 
 size_t vnc_server_pollfds(struct vnc_server *s, struct pollfd *fds, size_t cap)

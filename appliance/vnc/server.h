@@ -9,6 +9,7 @@
 #define CLOCHE_VNC_SERVER_H
 
 #include "input.h"
+#include "lease.h"
 #include "marker.h"
 #include "options.h"
 
@@ -43,8 +44,19 @@ struct vnc_marker *vnc_server_marker(struct vnc_server *s);
  * peer is the client's address for the logs.  via_web says the socket
  * comes from the web port, whose handshake was checked (Host, Origin,
  * secret); a WebSocket on any other socket is refused, since nobody
- * checked it. */
-void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web);
+ * checked it.  key is the viewer key its page sent (NULL for none). */
+void vnc_server_adopt(struct vnc_server *s, int fd, const char *peer, bool via_web,
+		      const char *key);
+
+/* Puts viewers' input under the control lease (docs/vnc.md, Control): a
+ * viewer adopted with a key (its noVNC page's) watches until it takes
+ * control; one without (a plain VNC client) takes a free lease by typing.
+ * Without a lease everyone with rights drives the desktop at once. */
+void vnc_server_set_lease(struct vnc_server *s, struct vnc_lease *lease);
+
+/* Whether this viewer's input may reach X now (its rights and the lease);
+ * may take a free lease for a plain VNC client. */
+bool vnc_server_may_input(rfbClientPtr cl);
 
 /* Appends a POLLIN entry for every socket libvncserver watches to fds
  * (capacity cap).  Returns the number appended. */

@@ -3,6 +3,7 @@
  * vocabulary models are trained on.  Options come through common/cfg
  * (defaults < --config file < MCP_DESKTOP_* environment < flags). */
 #include "actions.h"
+#include "control.h"
 #include "geom.h"
 #include "screen.h"
 #include "tools.h"
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
 	/* Again with the display's size, which `auto` needs. */
 	if (desk_size_parse(cfg_str(c, "screen-size"), w, h, &ao.model_w, &ao.model_h, &e) == -1)
 		goto out;
+	desk_control_init(cfg_str(c, "display"));
 	act = desk_actions_new(scr, &ao, &e);
 	if (!act)
 		goto out;

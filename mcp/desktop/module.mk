@@ -4,7 +4,7 @@ MCP_DESKTOP_PKGS := x11 xtst xfixes xext libpng
 MCP_DESKTOP_SRCS := $(wildcard mcp/desktop/*.c)
 MCP_DESKTOP_OBJS := $(MCP_DESKTOP_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main.c and the MCP glue: what the harness and tests link.
-MCP_DESKTOP_CORE := $(filter-out %/main.o %/tools.o,$(MCP_DESKTOP_OBJS))
+MCP_DESKTOP_CORE := $(filter-out %/main.o %/tools.o %/control.o,$(MCP_DESKTOP_OBJS))
 MCP_DESKTOP_LIBS := $(call pc_libs,$(MCP_DESKTOP_PKGS)) -lpthread -lm
 
 $(MCP_DESKTOP_OBJS): CFLAGS += $(call pc_cflags,$(PKGS) $(MCP_DESKTOP_PKGS))

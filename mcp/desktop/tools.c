@@ -3,6 +3,8 @@
  * display size filled in, and live as long as the process. */
 #include "tools.h"
 
+#include "control.h"
+
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -219,18 +221,42 @@ static int answer(struct desk_reply *r, struct mcp_result *res)
 	return 0;
 }
 
-static int computer_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
-		       struct err *e)
+/* Whether act sends input (and so waits for the control lease). */
+static bool is_input(int act)
 {
-	struct desk_actions *a = mcp_call_ud(call);
+	for (size_t i = 0; i < ARRAY_LEN(defs); i++)
+		if ((int)defs[i].act == act)
+			return !defs[i].read_only;
+	return false;
+}
+
+/* Runs one action; an input action only when no person has control. */
+static int run(struct desk_actions *a, int act, const json_t *args, struct mcp_call *call,
+	       struct mcp_result *res, struct err *e)
+{
 	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call, mcp_call_session(call)};
 	struct desk_reply r;
-	int rc = desk_actions_run_json(a, args, &ctx, &r, e);
+	int fd = -1, rc;
 
+	if (act >= 0 && is_input(act) &&
+	    !desk_control_begin(desk_action_name((enum desk_action)act), res, &fd))
+		return 0;
+	rc = act >= 0 ? desk_actions_run(a, (enum desk_action)act, args, &ctx, &r, e)
+		      : desk_actions_run_json(a, args, &ctx, &r, e);
+	desk_control_end(fd);
 	if (rc == 0)
 		answer(&r, res);
 	desk_reply_free(&r);
 	return rc;
+}
+
+static int computer_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
+		       struct err *e)
+{
+	const char *name = json_string_value(json_object_get(args, "action"));
+
+	/* an unknown action: desk_actions_run_json() says what is wrong */
+	return run(mcp_call_ud(call), name ? desk_action_parse(name) : -1, args, call, res, e);
 }
 
 /* One per action, so the separate tools' handlers know theirs. */
@@ -245,17 +271,12 @@ static int single_fn(struct mcp_call *call, const json_t *args, struct mcp_resul
 		     struct err *e)
 {
 	const struct single *s = mcp_call_ud(call);
-	struct desk_call_ctx ctx = {ctx_cancelled, ctx_progress, call, mcp_call_session(call)};
-	struct desk_reply r;
 	json_t *empty = NULL;
 	int rc;
 
 	if (!args)
 		args = empty = json_object();
-	rc = desk_actions_run(s->a, s->act, args, &ctx, &r, e);
-	if (rc == 0)
-		answer(&r, res);
-	desk_reply_free(&r);
+	rc = run(s->a, (int)s->act, args, call, res, e);
 	json_decref(empty);
 	return rc;
 }
@@ -308,6 +329,7 @@ static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 	struct err ce = ERR_INIT;
 	const char *text;
 	size_t len, chars = 0;
+	int fd, rc;
 
 	if (!v)
 		return err_set(e, 0, "`text` is required (a string)");
@@ -324,7 +346,11 @@ static int clip_set_fn(struct mcp_call *call, const json_t *args, struct mcp_res
 	if (len > x11_clip_max(c))
 		return err_set(e, 0, "`text` is %zu bytes, over the clipboard limit of %zu bytes",
 			       len, x11_clip_max(c));
-	if (x11_clip_set(c, text, len, &ce) == -1) {
+	if (!desk_control_begin("clipboard_set", res, &fd))
+		return 0;
+	rc = x11_clip_set(c, text, len, &ce);
+	desk_control_end(fd);
+	if (rc == -1) {
 		mcp_result_error(res, "clipboard_set: %s", ce.msg);
 		return 0;
 	}
@@ -516,5 +542,7 @@ int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct x
 		if (mcp_server_add_tool(srv, &t, e) == -1)
 			return err_wrap(e, "tool %s", t.name);
 	}
+	if (desk_control_register(srv, e) == -1)
+		return err_wrap(e, "tool request_human_help");
 	return register_clipboard(srv, clip, e);
 }
