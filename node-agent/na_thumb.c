@@ -187,6 +187,13 @@ json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct e
 			(json_int_t)(util_now_ms() - t0));
 	if (!out)
 		err_set(e, ENOMEM, "thumbnail");
+	else if (json_is_object(json_object_get(
+			 json_object_get(json_object_get(ans, "result"), "structuredContent"), "control")))
+		/* who drives the desktop (mcp-desktop asks cloche-vnc's lease) */
+		json_object_set(out, "control",
+				json_object_get(json_object_get(json_object_get(ans, "result"),
+								"structuredContent"),
+						"control"));
 fail:
 	if (!out && !e->http_status)
 		e->http_status = 502;

@@ -19,9 +19,12 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PT_THUMB_FRESH_MS 2000
 #define PT_THUMB_DROP_MS 60000
+/* How long what a picture said of the desktop's control is shown. */
+#define PT_THUMB_DESKTOP_MS 30000
 /* Widths kept per sandbox: a dashboard asks for two (card and detail); a
  * client walking through every width would otherwise make the portal hold
  * hundreds of pictures of one sandbox. */
@@ -40,9 +43,17 @@ struct pt_thumb {
 	size_t len;
 	uint64_t at;         /* monotonic ms of the picture */
 	uint64_t asked;      /* monotonic ms of the last request */
+	json_t *control;     /* who drove the desktop at the picture, or NULL */
 	bool fetching;
 	struct thumb_waiter *waiters;
 };
+
+static void thumb_free(struct pt_thumb *t)
+{
+	free(t->png);
+	json_decref(t->control);
+	free(t);
+}
 
 static void waiter_gone(void *ud)
 {
@@ -71,8 +82,7 @@ static void sweep(struct pt_portal *p, uint64_t now)
 
 		if (!t->fetching && now - t->asked > PT_THUMB_DROP_MS) {
 			*pp = t->next;
-			free(t->png);
-			free(t);
+			thumb_free(t);
 		} else {
 			pp = &t->next;
 		}
@@ -98,8 +108,7 @@ static void make_room(struct pt_portal *p, const char *id)
 		struct pt_thumb *t = *oldest;
 
 		*oldest = t->next;
-		free(t->png);
-		free(t);
+		thumb_free(t);
 	}
 }
 
@@ -229,6 +238,8 @@ void pt_thumb_job_done(struct pt_portal *p, struct pt_job *j)
 		t->png = png;
 		t->len = len;
 		t->at = util_now_ms();
+		json_decref(t->control);
+		t->control = json_incref(json_object_get(j->out, "control"));
 	} else {
 		p->metrics.thumbs_failed++;
 		log_info("thumbnail failed", "{s:s, s:s, s:s}", "id", j->id, "node", j->node, "error",
@@ -251,6 +262,29 @@ void pt_thumb_job_done(struct pt_portal *p, struct pt_job *j)
 	}
 }
 
+json_t *pt_thumb_desktop(const struct pt_portal *p, const char *id)
+{
+	const struct pt_thumb *best = NULL;
+	uint64_t now = util_now_ms();
+	time_t at;
+	struct tm tm;
+	char when[32];
+	json_t *out;
+
+	for (const struct pt_thumb *t = p->thumbs; t; t = t->next)
+		if (t->control && strcmp(t->id, id) == 0 && (!best || t->at > best->at))
+			best = t;
+	if (!best || now - best->at > PT_THUMB_DESKTOP_MS)
+		return NULL;
+	out = json_deep_copy(best->control);
+	at = (time_t)((util_wall_ms() - (int64_t)(now - best->at)) / 1000);
+	gmtime_r(&at, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (out)
+		json_object_set_new(out, "seen_at", json_string(when));
+	return out;
+}
+
 void pt_thumb_free_all(struct pt_portal *p)
 {
 	while (p->thumbs) {
@@ -264,7 +298,6 @@ void pt_thumb_free_all(struct pt_portal *p)
 			hsrv_defer_end(w->d);
 			free(w);
 		}
-		free(t->png);
-		free(t);
+		thumb_free(t);
 	}
 }

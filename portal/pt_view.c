@@ -1,5 +1,6 @@
 /* What the API shows: sandboxes, nodes and templates as JSON, and errors. */
 #include "portal/pt_nodes.h"
+#include "portal/pt_thumb.h"
 
 #include "common/json.h"
 #include "common/sbtoken.h"
@@ -151,6 +152,12 @@ json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_
 	json_object_set_new(v, "checkpoint", parse_or(sb->checkpoint, json_null()));
 	json_object_set_new(v, "forked_from",
 			    sb->forked_from[0] ? json_string(sb->forked_from) : json_null());
+	if (sb->state == PT_READY) {
+		json_t *d = pt_thumb_desktop(p, sb->id);
+
+		if (d)
+			json_object_set_new(v, "desktop", d);
+	}
 	return v;
 }
 

@@ -149,23 +149,33 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 	}
 	if (app->in && !o->shared_control) {
+		struct err le = ERR_INIT;
+
 		app->lease = vnc_lease_new();
 		if (!app->lease) {
 			err_set(e, ENOMEM, "lease");
 			goto fail;
 		}
-		app->agent = vnc_agent_new(o->display, app->lease, e);
-		if (!app->agent)
-			goto fail;
-		vnc_server_set_lease(app->srv, app->lease);
-		if (app->http)
-			vnc_http_set_lease(app->http, app->lease);
+		app->agent = vnc_agent_new(o->display, app->lease, &le);
+		if (app->agent) {
+			vnc_server_set_lease(app->srv, app->lease);
+			if (app->http)
+				vnc_http_set_lease(app->http, app->lease);
+		} else {
+			/* a second server on the display: the first one's lease is
+			 * the one the agent asks, so this one cannot have its own */
+			log_warn("no control lease here: everyone drives at once", "{s:s}", "error",
+				 le.msg);
+			vnc_lease_free(app->lease);
+			app->lease = NULL;
+		}
 	}
 	XFlush(app->disp.dpy);
-	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b}", "display",
+	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b, s:s}", "display",
 		 o->display, "width", app->disp.width, "height", app->disp.height, "listen",
 		 o->listen, "rfb_port", o->rfb_port, "http_port", o->http_port, "web_dir",
-		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL || o->secret != NULL);
+		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL || o->secret != NULL,
+		 "control", app->lease ? "lease" : "shared");
 	return app;
 fail:
 	vnc_app_stop(app);

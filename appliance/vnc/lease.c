@@ -173,14 +173,16 @@ bool vnc_lease_may_input(struct vnc_lease *l, const char *key, bool implicit, ui
 {
 	if (l->agent_busy)
 		return false;
-	if (l->holder[0]) {
-		if (strcmp(l->holder, key) != 0)
-			return false;
+	if (l->holder[0] && strcmp(l->holder, key) == 0) {
 		l->last_input = now;
 		return true;
 	}
 	if (!implicit)
 		return false; /* a page's viewer watches until it takes control */
+	if (l->holder[0] && !l->gone_at)
+		return false;
+	if (l->holder[0])
+		end_turn(l, "", true, wall); /* its holder's page is gone */
 	snprintf(l->holder, sizeof(l->holder), "%s", key);
 	l->implicit = true;
 	l->since_wall = wall;

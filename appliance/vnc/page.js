@@ -55,7 +55,6 @@
   };
   const title = document.title;
   let bar, text, takeBtn, note, backBtn, help, errLine;
-  let state = null;
 
   const el = (tag, attrs, kids) => {
     const e = document.createElement(tag);
@@ -101,8 +100,8 @@
   }
 
   function render(st) {
-    state = st;
     window.clocheControl.state = st;
+    window.clocheControl.lease = true;
     const h = st.holder;
     const you = !!(h && h.you);
     if (!st.may_control)
@@ -146,7 +145,10 @@
     for (;;) {
       try {
         const r = await fetch(endpoint(since === null ? {} : {since}), {cache: 'no-store'});
-        if (r.status === 404) return; // no lease on this desktop: no bar
+        if (r.status === 404) { // no lease on this desktop: no bar
+          window.clocheControl.lease = false;
+          return;
+        }
         if (!r.ok) throw new Error('HTTP ' + r.status);
         const st = await r.json();
         render(st);
@@ -158,7 +160,7 @@
     }
   }
 
-  window.clocheControl = {key, state: null, take: () => act({action: 'take'}),
+  window.clocheControl = {key, state: null, lease: undefined, take: () => act({action: 'take'}),
     handBack: (n) => act({action: 'hand_back', note: n || ''})};
   const start = () => { build(); follow(); };
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);

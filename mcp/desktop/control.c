@@ -96,6 +96,30 @@ int desk_control_begin(const char *tool, struct mcp_result *res, int *fd)
 	return 0;
 }
 
+json_t *desk_control_state(void)
+{
+	json_t *req = json_pack("{s:s}", "op", "state"), *st = NULL, *out, *help, *h;
+	struct err e = ERR_INIT;
+	int fd = req ? x11_lease_request(display, req, 500, &st, &e) : -1;
+	size_t i;
+
+	json_decref(req);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	help = json_array();
+	json_array_foreach(json_object_get(st, "help"), i, h)
+		json_array_append_new(help, json_pack("{s:O?, s:O?}", "reason",
+						      json_object_get(h, "reason"), "since",
+						      json_object_get(h, "since")));
+	out = json_pack("{s:O?, s:o}", "control", json_object_get(st, "control"), "help", help);
+	if (out && json_is_object(json_object_get(st, "holder")))
+		json_object_set(out, "since",
+				json_object_get(json_object_get(st, "holder"), "since"));
+	json_decref(st);
+	return out;
+}
+
 void desk_control_end(int fd)
 {
 	if (fd >= 0)

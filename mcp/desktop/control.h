@@ -21,6 +21,11 @@ int desk_control_begin(const char *tool, struct mcp_result *res, int *fd);
 /* After the action: lets others' input through again. */
 void desk_control_end(int fd);
 
+/* Who drives the desktop now, for screenshot results and the dashboard:
+ * {control: "agent"|"person", since?, help: [{reason, since}]}, or NULL
+ * when no cloche-vnc keeps a lease.  New reference. */
+json_t *desk_control_state(void);
+
 /* Registers request_human_help.  0 or -1 with e set. */
 int desk_control_register(struct mcp_server *srv, struct err *e);
 

@@ -216,8 +216,15 @@ static int answer(struct desk_reply *r, struct mcp_result *res)
 						     "display_width_px", r->display_w,
 						     "display_height_px", r->display_h, "real_width_px",
 						     r->real_w, "real_height_px", r->real_h));
-	else if (r->png || r->unchanged)
-		mcp_result_structured(res, image_facts(r));
+	else if (r->png || r->unchanged) {
+		json_t *facts = image_facts(r);
+
+		/* who drives the desktop: the agent sees a person's turn coming,
+		 * and the dashboard's thumbnails carry it to the portal */
+		if (facts)
+			json_object_set_new_nocheck(facts, "control", desk_control_state() ?: json_null());
+		mcp_result_structured(res, facts);
+	}
 	return 0;
 }
 

@@ -248,6 +248,15 @@ function render(s) {
   el.querySelector('.node').textContent = s.node || 'no node';
   el.querySelector('.owner').textContent = state.admin ? `owner ${s.owner}` : '';
   el.querySelector('.expires').textContent = s.expires_at ? `lease ends ${when(s.expires_at)}` : '';
+  // What the desktop said with its latest thumbnail: a person driving it,
+  // or the agent asking for one (request_human_help).
+  const desk = el.querySelector('.desk');
+  const d = s.desktop;
+  const asks = d && d.help ? d.help.map((h) => h.reason) : [];
+  desk.hidden = !(asks.length || (d && d.control === 'person'));
+  desk.classList.toggle('help', asks.length > 0);
+  desk.textContent = asks.length ? `The agent asks for help: ${asks.join(' / ')}`
+    : d && d.control === 'person' ? `A person has control since ${when(d.since)}` : '';
   el.querySelector('.placeholder').textContent = s.state === 'ready' ? (c.url ? '' : 'loading…') : s.state;
   if (s.state !== 'ready' && c.url) {
     URL.revokeObjectURL(c.url);

@@ -16,6 +16,7 @@
 // cross either way.  Prints "ok - ..." / "not ok - ..." lines.
 import { chromium } from 'playwright-core';
 import { execFileSync, spawn } from 'node:child_process';
+import { takeControl } from './lib/novnc.mjs';
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
@@ -91,6 +92,9 @@ try {
     else check(got2, `mcp-desktop's clipboard_set reaches noVNC (panel: '${await panel()}')`);
   }
 
+  // A paste is input: the page takes control first, as a person does (and
+  // mcp-desktop's clipboard_set waits until it hands back).
+  await takeControl(page);
   // noVNC to the sandbox: the clipboard panel, as a person uses it (noVNC
   // 1.3 sends Latin-1 there), then the API.
   const before = (await events()).length;

@@ -9,9 +9,12 @@
 //     person hands back, then answers with the person's note;
 //   - after the hand-back the agent's click works again;
 //   - a person whose page closes loses control after the grace period.
-// Prints "ok - ..." / "not ok - ..." lines.
+// The pointer is read with xdotool on --display, or else (a sandbox reached
+// through the proxy) with mcp-desktop's cursor_position.  The agent clicks
+// at --at X,Y and a little right of and below it: a place where a click
+// does no harm.  Prints "ok - ..." / "not ok - ..." lines.
 //
-//   node novnc-control-test.mjs --url URL --mcp URL --display :N [--grace 1]
+//   node novnc-control-test.mjs --url URL --mcp URL [--display :N] [--at X,Y] [--grace 1]
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { parseArgs, tap, connect, call, textOf } from './lib/mcp-client.mjs';
@@ -20,10 +23,17 @@ const args = parseArgs();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const env = { ...process.env, DISPLAY: args.display };
 const canvas = '#noVNC_container canvas';
-const where = () => {
+const [ax, ay] = (args.at || '100,100').split(',').map(Number);
+const at = (dx, dy) => [ax + dx, ay + dy];
+let agent;
+async function where() {
+  if (!args.display) {
+    const r = await call(agent, 'cursor_position', {});
+    return [r.structuredContent.x, r.structuredContent.y];
+  }
   const out = execFileSync('xdotool', ['getmouselocation', '--shell'], { env }).toString();
   return [Number(/X=(\d+)/.exec(out)[1]), Number(/Y=(\d+)/.exec(out)[1])];
-};
+}
 const near = ([x, y], [x2, y2]) => Math.abs(x - x2) <= 2 && Math.abs(y - y2) <= 2;
 async function within(ms, fn) {
   const t0 = Date.now();
@@ -59,7 +69,7 @@ const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run'],
 });
-const agent = await connect(args.mcp, 'cloche-control-test');
+agent = await connect(args.mcp, 'cloche-control-test');
 try {
   const a = await openViewer(browser);
   const b = await openViewer(browser);
@@ -68,13 +78,13 @@ try {
   tap.check(await a.locator('#cloche-take').isVisible(), '... and a Take control button');
 
   // Watching: the person's mouse does not reach X.
-  execFileSync('xdotool', ['mousemove', '300', '300'], { env });
+  const start = await where();
   let [px, py] = await pagePoint(a, 500, 400);
   await a.mouse.move(px, py);
   await a.mouse.click(px, py);
   await sleep(400);
-  tap.check(near(where(), [300, 300]), 'a watching viewer\'s mouse and clicks do not move the X pointer',
-    `pointer at ${where()}`);
+  tap.check(near(await where(), start), 'a watching viewer\'s mouse and clicks do not move the X pointer',
+    `pointer at ${await where()}, was ${start}`);
 
   // Take control.
   await a.click('#cloche-take');
@@ -85,17 +95,18 @@ try {
     'the other page says another person has control');
   [px, py] = await pagePoint(a, 520, 410);
   await a.mouse.move(px, py);
-  tap.check(await within(2000, () => near(where(), [520, 410])) >= 0,
-    'with control, the person\'s mouse moves the X pointer', `pointer at ${where()}`);
+  tap.check(await within(2000, async () => near(await where(), [520, 410])) >= 0,
+    'with control, the person\'s mouse moves the X pointer', `pointer at ${await where()}`);
 
   // The agent meets the person.
-  const before = where();
-  const click = await call(agent, 'left_click', { coordinate: [100, 100] });
+  const before = await where();
+  const click = await call(agent, 'left_click', { coordinate: at(0, 0) });
   tap.check(click.isError && /A person has control of this desktop since/.test(textOf(click)),
     'an mcp-desktop click while a person has control answers the documented tool error',
     textOf(click));
   await sleep(200);
-  tap.check(near(where(), before), '... and changes nothing (the pointer stays)', `pointer at ${where()}`);
+  tap.check(near(await where(), before), '... and changes nothing (the pointer stays)',
+    `pointer at ${await where()}`);
   const typed = await call(agent, 'type', { text: 'nope' });
   tap.check(typed.isError, 'typing is refused too', textOf(typed));
   const shot = await call(agent, 'screenshot', {});
@@ -132,10 +143,10 @@ try {
     'the help request is gone from the pages');
 
   // The agent drives again.
-  const again = await call(agent, 'left_click', { coordinate: [140, 150] });
+  const again = await call(agent, 'left_click', { coordinate: at(40, 50) });
   await sleep(200);
-  tap.check(!again.isError && near(where(), [140, 150]), 'after the hand-back the agent\'s click works',
-    `${textOf(again).slice(0, 200)}; pointer at ${where()}`);
+  tap.check(!again.isError && near(await where(), at(40, 50)), 'after the hand-back the agent\'s click works',
+    `${textOf(again).slice(0, 200)}; pointer at ${await where()}`);
   tap.check(!/a person had control/i.test(textOf(again)),
     'a hand-back that answered request_human_help is not told twice');
 
@@ -145,7 +156,7 @@ try {
   await a.fill('#cloche-note', 'I closed the popup');
   await a.click('#cloche-back');
   await within(3000, async () => /^Watching/.test(await barText(a)));
-  const next = await call(agent, 'mouse_move', { coordinate: [160, 170] });
+  const next = await call(agent, 'mouse_move', { coordinate: at(60, 70) });
   tap.check(!next.isError && /handed it back saying: I closed the popup/.test(textOf(next)),
     'a hand-back the agent did not wait for is told with its next action', textOf(next).slice(0, 300));
 
@@ -155,7 +166,7 @@ try {
     await within(3000, async () => (await barText(b)) === 'You have control');
     await b.close();
     const t1 = Date.now();
-    const back = await within(25000, async () => !(await call(agent, 'mouse_move', { coordinate: [180, 190] })).isError);
+    const back = await within(25000, async () => !(await call(agent, 'mouse_move', { coordinate: at(80, 90) })).isError);
     tap.check(back >= 0, `a person whose page closed loses control after the grace (${Date.now() - t1} ms)`);
   }
   await a.close();

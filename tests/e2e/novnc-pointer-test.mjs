@@ -13,6 +13,7 @@
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { takeControl } from './lib/novnc.mjs';
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
@@ -154,6 +155,7 @@ try {
   const b = await openViewer(browser);
   await sleep(500);
   const [cx, cy] = [fromX, fromY];
+  await takeControl(page); // viewer A drives, as a person who took control
   const [px, py] = await pagePoint(page, cx, cy);
   await page.mouse.move(px, py);
   t = await within(3000, async () => (await cursorPixels(b.page, cx, cy)) >= 6);

@@ -12,6 +12,7 @@
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { looksLikeDesktop, statsInPage } from './lib/frame.mjs';
+import { takeControl } from './lib/novnc.mjs';
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
@@ -60,13 +61,25 @@ try {
   // The start page's text field is the one wide white box below the toolbar.
   const box = st.field;
   check(box, `found the start page text field${box ? ` at ${box.x0},${box.y0}-${box.x1},${box.y1}` : ''}`);
+  const viewOnly = args.input === 'none';
+  if (viewOnly) {
+    await page.waitForSelector('#cloche-bar:not([hidden])', { timeout: 10000 });
+    check(await page.locator('#cloche-take').isHidden() &&
+      /view only/.test(await page.locator('#cloche-state').textContent()),
+      'view only: the control bar says so and offers no Take control');
+    const status = await page.evaluate(() => fetch(`cloche/control?action=take&viewer=${window.clocheControl.key}`,
+      { method: 'POST' }).then((r) => r.status));
+    check(status === 403, `view only: taking control anyway is refused (${status})`);
+  } else {
+    // People watch until they take control (docs/vnc.md, Control).
+    if (await takeControl(page)) ok('one click on Take control gives the page the desktop');
+  }
   if (box) {
     const inkBefore = (await statsInPage(page, { selector: canvas, box })).ink;
     await page.mouse.click(st.left + st.scaleX * (box.x0 + box.x1) / 2, st.top + st.scaleY * (box.y0 + box.y1) / 2);
     await page.waitForTimeout(300);
     await page.keyboard.type('Cloche types HERE!', { delay: 40 });
     let inkAfter = inkBefore;
-    const viewOnly = args.input === 'none';
     const until = Date.now() + (viewOnly ? 4000 : 10000);
     while (Date.now() < until) {
       await page.waitForTimeout(300);

@@ -75,6 +75,11 @@ check "... with its other cookies and the proxy's X-Forwarded-* (not the client'
 # The printed link in a real browser: noVNC connects and shows the desktop,
 # and typing through it reaches the sandbox (its own ok/not ok lines).
 (cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
+# The control lease in gVisor, through the proxy: two noVNC pages and
+# mcp-desktop with the token (take control, the agent refused, help
+# answered by the hand-back note; docs/vnc.md, Control).
+(cd tests/e2e && CLOCHE_MCP_BEARER=$token node novnc-control-test.mjs --url "$novnc" \
+	--mcp "${shell/8889-/8100-}" --at 40,640) | sed 's/^\(not \)\{0,1\}ok - /&in the sandbox: control: /'
 # mcp-browser's suite last: it leaves Chromium on its test pages.
 CLOCHE_MCP_BEARER=$token bash -c 'cd tests/e2e && node mcp-browser-test.mjs --url "$1"' _ "${shell/8889-/7999-}" |
 	sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-browser: /'

@@ -319,6 +319,15 @@ if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc4.log"; then
 else
 	not_ok "an instance with CLOCHE_CLIPBOARD=off starts"
 fi
+# ---------------------------------------------------------------- control
+# The control lease between people in noVNC pages and mcp-desktop: watch,
+# take control, the agent's refused click, request_human_help answered by
+# the hand-back note, and a page that went away losing control.
+node tests/e2e/novnc-control-test.mjs --url "http://127.0.0.1:$HTTP/" --display "$DISP" \
+	--mcp "http://127.0.0.1:$MCP_PORT/mcp" --grace 1 >"$WORK/control.txt" 2>&1
+check "the control lease: take over, the agent refused, help answered, hand back" test $? = 0
+sed 's/^/# /' "$WORK/control.txt"
+check "... the hand-over is logged" log_has '"msg":"a person handed control back"'
 kill -TERM "$MCP_PID" # its keymap bindings stay out of the typing checks
 wait "$MCP_PID" 2>/dev/null
 check "mcp-desktop exits 0 on SIGTERM after the clipboard checks" test $? = 0
