@@ -94,6 +94,25 @@ try {
   await mcp.close();
   mcp = null;
 
+  // The agent asks for a person (mcp-desktop's request_human_help): the
+  // card says so, with the reason (it comes with the thumbnails).
+  if (args['desktop-url']) {
+    const reason = `Please sign in to the test site (${process.pid})`;
+    const desk = await connect(args['desktop-url'], 'dash-help', { headers: { Authorization: `Bearer ${args.token}` } });
+    const stop = new AbortController();
+    const pending = desk.callTool({ name: 'request_human_help', arguments: { reason, timeout_s: 120 } },
+      undefined, { signal: stop.signal, timeout: 150000 }).catch(() => null);
+    tap.check(await until(20, async () => (await card.locator('.desk').textContent()) === `The agent asks for help: ${reason}`),
+      "a card shows the agent's request for a person, with its reason");
+    const v = await view(A);
+    tap.check(v.desktop && v.desktop.control === 'agent' && v.desktop.help.length === 1 && v.desktop.help[0].reason === reason,
+      "... and so does the API's view of the sandbox (desktop.help)", JSON.stringify(v.desktop));
+    await page.screenshot({ path: `${args.shots}/dashboard-laptop.png` });
+    stop.abort(); // the agent gives up: the request goes after a while
+    await pending;
+    await desk.close();
+  }
+
   // --- buttons ------------------------------------------------------------------
   const before = (await view(A)).expires_at;
   await sleep(1100);

@@ -23,6 +23,7 @@ U2=$(stack_key viewer-2)
 acq() { curl -s -m 200 -H "Authorization: Bearer $1" -d '{"ttl":1200,"wait":180}' "$PORTAL/sbv1/acquire"; }
 r=$(acq "$U1")
 A=$(jq -r .id <<<"$r") TA=$(jq -r .token <<<"$r") BURL=$(jq -r .urls.mcp.browser <<<"$r")
+DURL=$(jq -r .urls.mcp.desktop <<<"$r")
 B=$(acq "$U2" | jq -r .id)
 check "each user key has a ready sandbox" \
 	bash -c '[[ $(jq -r .state <<<"$1") == ready && $2 == sb-* ]]' _ "$r" "$B"
@@ -69,7 +70,7 @@ check "/ui/other: 404" bash -c '[[ $(curl -s -o /dev/null -w "%{http_code}" "$1/
 shots=${CLOCHE_DASHBOARD_SHOTS:-docs/img}
 mkdir -p "$shots" "$STACK_WORK/shots"
 node tests/e2e/dashboard-test.mjs --portal "$PORTAL" --key "$U1" --sandbox "$A" --token "$TA" \
-	--browser-url "$BURL" --other "$B" --admin "$ADMIN" --shots "$STACK_WORK/shots" 2>&1
+	--browser-url "$BURL" --desktop-url "$DURL" --other "$B" --admin "$ADMIN" --shots "$STACK_WORK/shots" 2>&1
 rc=$?
 check "tests/e2e/dashboard-test.mjs ran and passed (status $rc)" test "$rc" = 0
 check "the screenshots are written (laptop, detail, phone, nodes) to $shots" \
