@@ -104,6 +104,15 @@ void util_rfc3339(char *out, size_t len)
 		 ts.tv_nsec / 1000000L);
 }
 
+void util_rfc3339_s(int64_t wall_ms, char *out, size_t len)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 int util_mkdir_parents(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];

@@ -82,4 +82,8 @@ bool util_token_chars(const char *s, size_t n);
 /* Wall clock formatted as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */
 void util_rfc3339(char *out, size_t len);
 
+/* RFC 3339 UTC time to the second ("2026-11-23T23:34:17Z", 21 bytes with
+ * the NUL) of wall-clock milliseconds wall_ms. */
+void util_rfc3339_s(int64_t wall_ms, char *out, size_t len);
+
 #endif

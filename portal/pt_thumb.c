@@ -19,7 +19,6 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define PT_THUMB_FRESH_MS 2000
 #define PT_THUMB_DROP_MS 60000
@@ -266,8 +265,6 @@ json_t *pt_thumb_desktop(const struct pt_portal *p, const char *id)
 {
 	const struct pt_thumb *best = NULL;
 	uint64_t now = util_now_ms();
-	time_t at;
-	struct tm tm;
 	char when[32];
 	json_t *out;
 
@@ -277,9 +274,7 @@ json_t *pt_thumb_desktop(const struct pt_portal *p, const char *id)
 	if (!best || now - best->at > PT_THUMB_DESKTOP_MS)
 		return NULL;
 	out = json_deep_copy(best->control);
-	at = (time_t)((util_wall_ms() - (int64_t)(now - best->at)) / 1000);
-	gmtime_r(&at, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	util_rfc3339_s(util_wall_ms() - (int64_t)(now - best->at), when, sizeof(when));
 	if (out)
 		json_object_set_new(out, "seen_at", json_string(when));
 	return out;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_CONNS 32
@@ -57,21 +56,12 @@ struct vnc_agent *vnc_agent_new(const char *display, struct vnc_lease *lease, st
 	return a;
 }
 
-static void iso(int64_t wall, char *out, size_t cap)
-{
-	time_t t = (time_t)(wall / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *answer_json(const struct vnc_lease_answer *a)
 {
 	char taken[32], back[32];
 
-	iso(a->taken_wall, taken, sizeof(taken));
-	iso(a->back_wall, back, sizeof(back));
+	util_rfc3339_s(a->taken_wall, taken, sizeof(taken));
+	util_rfc3339_s(a->back_wall, back, sizeof(back));
 	return json_pack("{s:s, s:b, s:s, s:s}", "note", a->note, "left", a->left, "taken", taken,
 			 "back", back);
 }
@@ -133,7 +123,7 @@ static bool handle(struct vnc_agent *a, struct conn *c, uint64_t now)
 		} else {
 			char s[32];
 
-			iso(since, s, sizeof(s));
+			util_rfc3339_s(since, s, sizeof(s));
 			log_info("agent input refused: a person has control", "{s:s, s:s}", "tool",
 				 json_string_value(json_object_get(req, "tool")) ?: "", "since", s);
 			send_line(c, json_pack("{s:b, s:s}", "ok", 0, "since", s));

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_VIEWERS 128
 
@@ -322,16 +321,6 @@ void vnc_lease_tick(struct vnc_lease *l, uint64_t now, int64_t wall)
 	}
 }
 
-/* An RFC 3339 UTC time of wall-clock milliseconds. */
-static void iso_time(int64_t wall, char *out, size_t cap)
-{
-	time_t t = (time_t)(wall / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 json_t *vnc_lease_state_json(const struct vnc_lease *l, const char *key)
 {
 	json_t *o = json_object(), *help = json_array(), *holder = json_null();
@@ -344,7 +333,7 @@ json_t *vnc_lease_state_json(const struct vnc_lease *l, const char *key)
 		return NULL;
 	}
 	if (l->holder[0]) {
-		iso_time(l->since_wall, since, sizeof(since));
+		util_rfc3339_s(l->since_wall, since, sizeof(since));
 		holder = json_pack("{s:s, s:b, s:b, s:b}", "since", since, "you",
 				   key && strcmp(key, l->holder) == 0, "implicit", l->implicit,
 				   "away", l->gone_at != 0);
@@ -354,7 +343,7 @@ json_t *vnc_lease_state_json(const struct vnc_lease *l, const char *key)
 
 		if (!h->id || h->answer.answered)
 			continue;
-		iso_time(h->since_wall, since, sizeof(since));
+		util_rfc3339_s(h->since_wall, since, sizeof(since));
 		json_array_append_new(help, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)h->id,
 						      "reason", h->reason, "since", since));
 	}

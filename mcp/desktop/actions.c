@@ -334,14 +334,6 @@ static int encode(struct desk_actions *a, const struct desk_image *img, int ow, 
 	return rc;
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* "scale 0.8", or "scale 0.8 x 0.96" when the axes differ: image pixels
  * per real pixel. */
 static void scale_words(char *buf, size_t len, int iw, int ih, int rw, int rh)
@@ -386,7 +378,7 @@ static int shoot_screen(struct desk_actions *a, const struct desk_call_ctx *ctx,
 		snprintf(r->note, sizeof(r->note),
 			 "unchanged since %s.%03d UTC (the screenshot you were sent %.1f s ago; "
 			 "hash %016llx); no image sent: the screen is %dx%d pixels as you saw it",
-			 when, (int)(at % 1000), (double)(wall_ms() - at) / 1000,
+			 when, (int)(at % 1000), (double)(util_wall_ms() - at) / 1000,
 			 (unsigned long long)r->hash, f.mw, f.mh);
 		return 0;
 	}
@@ -395,7 +387,7 @@ static int shoot_screen(struct desk_actions *a, const struct desk_call_ctx *ctx,
 		return -1;
 	}
 	desk_image_free(&img);
-	desk_seen_put(a->seen, client, r->hash, wall_ms());
+	desk_seen_put(a->seen, client, r->hash, util_wall_ms());
 	scale_words(sc, sizeof(sc), r->png_w, r->png_h, f.rw, f.rh);
 	if (f.mw == f.rw && f.mh == f.rh)
 		snprintf(r->note, sizeof(r->note),
