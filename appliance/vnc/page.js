@@ -110,12 +110,14 @@
       text.textContent = 'You have control';
     else if (h && h.implicit)
       text.textContent = 'A VNC client is typing';
+    else if (h && h.away)
+      text.textContent = 'Watching: the person who had control left';
     else if (h)
       text.textContent = 'Another person has control since ' + hhmm(h.since);
     else
       text.textContent = st.agent_busy ? 'Watching: the agent is acting' : 'Watching';
     takeBtn.hidden = !st.may_control || you;
-    takeBtn.textContent = h ? 'Take over' : 'Take control';
+    takeBtn.textContent = h && !h.away ? 'Take over' : 'Take control';
     note.hidden = backBtn.hidden = !you;
     const asks = st.help || [];
     help.hidden = asks.length === 0;
