@@ -37,6 +37,7 @@ struct vnc_server {
 	unsigned long next_id;
 	const char *adopt_peer; /* peer of the socket being adopted right now */
 	bool adopt_via_web;     /* ... and whether the web port checked it */
+	struct vnc_server_resize resize;
 };
 
 /* libvncserver's messages are chatty and line-oriented; strip the newline
@@ -160,6 +161,8 @@ static void on_client_gone(rfbClientPtr cl)
 	cl->wsctx = NULL;
 #endif
 	vnc_marker_client_gone(s->marker, cl);
+	if (s->resize.gone)
+		s->resize.gone(s->resize.ctx, cl);
 	if (!c)
 		return;
 	log_info("client disconnected", "{s:s, s:I, s:I}", "addr", c->peer, "client",
@@ -348,6 +351,21 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 	}
 	rfbInitServer(sc);
 	return s;
+}
+
+static int on_set_desktop_size(int w, int h, int nscreens, struct rfbExtDesktopScreen *screens,
+			       rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	(void)screens;
+	return s->resize.request(s->resize.ctx, cl, w, h, nscreens);
+}
+
+void vnc_server_on_resize(struct vnc_server *s, const struct vnc_server_resize *r)
+{
+	s->resize = *r;
+	s->screen->setDesktopSizeHook = on_set_desktop_size;
 }
 
 rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const struct cfg_opt desk_opts[] = {
 	{"port", CFG_INT, "8100", "port of the MCP endpoint (/mcp); 0 picks one"},
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
 	/* Again with the display's size, which `auto` needs. */
 	if (desk_size_parse(cfg_str(c, "screen-size"), w, h, &ao.model_w, &ao.model_h, &e) == -1)
 		goto out;
+	ao.model_auto = cfg_str(c, "screen-size") && strcasecmp(cfg_str(c, "screen-size"), "auto") == 0;
 	act = desk_actions_new(scr, &ao, &e);
 	if (!act)
 		goto out;
