@@ -16,8 +16,11 @@
 #  2. in a sandbox booted from $CLOCHE_TEMPLATE under runsc: from the router
 #     netns, the client suite against http://10.0.2.15:8100/mcp (tools,
 #     screenshot of the start page, click + type + clear, cursor, zoom, bad
-#     input), the clipboard both ways with the template's xclip, and init
-#     brings mcp-desktop back after it is killed.
+#     input), the clipboard both ways with the template's xclip, the
+#     desktop's size (booted at its default on an Xvfb started larger; a
+#     viewer's SetDesktopSize through a cloche-vnc with resizing on, followed
+#     by mcp-desktop and by the sandbox's own cloche-vnc, and undone when the
+#     viewer leaves), and init brings mcp-desktop back after it is killed.
 #
 # Prints `ok - ...` / `not ok - ...` lines; exits non-zero on any failure.
 # BUILD=build (default) selects the build directory for the host part; with

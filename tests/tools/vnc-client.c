@@ -119,7 +119,12 @@ static rfbBool on_resize(rfbClient *cl)
 	st->covered = calloc((size_t)st->bw * (size_t)st->bh, 1);
 	st->uncovered = (long)st->bw * st->bh;
 	st->frames = 0;
-	st->sizes++;
+	/* A new size: ask for all of it (libvncclient's next request may
+	 * still name the old size, and a larger screen's new part would
+	 * never come).  Not for the first allocation, made before the pixel
+	 * format is set. */
+	if (st->sizes++ > 0 && cl->frameBuffer)
+		SendFramebufferUpdateRequest(cl, 0, 0, cl->width, cl->height, FALSE);
 	return cl->frameBuffer && st->covered ? TRUE : FALSE;
 }
 
