@@ -1,5 +1,5 @@
 # appliance/: the programs that run inside every sandbox.
-CFLAGS_appliance := $(call pc_cflags,$(PKGS) x11 xtst xdamage xfixes xi libvncserver)
+CFLAGS_appliance := $(call pc_cflags,$(PKGS) x11 xtst xdamage xfixes xi xrandr libvncserver)
 
 INIT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/init/*.c))
 $(BUILD)/bin/cloche-init: $(INIT_OBJS) $(COMMON_LIB)
@@ -21,13 +21,13 @@ $(BUILD)/obj/appliance/vnc/page.o: $(BUILD)/gen/appliance/vnc/page.c
 $(BUILD)/bin/cloche-vnc: $(VNC_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) \
-		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes xi) -lpthread
+		$(call pc_libs,libvncserver x11 xext xtst xdamage xfixes xi xrandr) -lpthread
 
 BINS += $(BUILD)/bin/cloche-init $(BUILD)/bin/cloche-vnc
 
 XPROBE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/xprobe/*.c))
-$(BUILD)/bin/cloche-xprobe: $(XPROBE_OBJS)
+$(BUILD)/bin/cloche-xprobe: $(XPROBE_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,x11)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(call pc_libs,x11 xrandr)
 
 BINS += $(BUILD)/bin/cloche-xprobe

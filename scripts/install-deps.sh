@@ -14,7 +14,7 @@ PKGS=(
 	# sandboxes: btrfs pool, template build, netns (runsc: see below)
 	btrfs-progs mmdebstrap iproute2 util-linux jq curl socat ca-certificates
 	# what the tests drive: a display, a browser, real VNC clients, noVNC
-	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils xdotool xclip libjpeg-turbo-progs openssl
+	xvfb chromium novnc vncsnapshot libvncclient1 x11-utils x11-xserver-utils xdotool xclip libjpeg-turbo-progs openssl
 	# node for the end-to-end clients (playwright-core, MCP SDK); python3 for
 	# tests/lib/proxy-tool.py (the proxy test's upstream and raw clients)
 	nodejs python3

@@ -19,6 +19,7 @@
 #include "marker.h"
 #include "net.h"
 #include "pointer.h"
+#include "resize.h"
 #include "server.h"
 
 #include "common/log.h"
@@ -49,6 +50,7 @@ struct vnc_app {
 	struct vnc_lease *lease; /* NULL with --control shared or no input */
 	struct vnc_agent *agent;
 	unsigned lease_seen;     /* the lease version viewers were told of */
+	struct vnc_resize *resize;
 	int rfb_fd;
 	int sig_fd;
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
@@ -114,6 +116,16 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 	if (!app->srv)
 		goto fail;
 	vnc_capture_attach(app->cap, vnc_server_screen(app->srv));
+	app->resize = vnc_resize_new(&(struct vnc_resize_opts){.d = &app->disp,
+							       .cap = app->cap,
+							       .srv = app->srv,
+							       .in = app->in,
+							       .enabled = o->resize,
+							       .def_w = o->size_w,
+							       .def_h = o->size_h},
+				     e);
+	if (!app->resize)
+		goto fail;
 	app->cur = vnc_cursor_new(&app->disp, vnc_server_screen(app->srv), e);
 	if (!app->cur)
 		goto fail;
@@ -184,6 +196,8 @@ fail:
 
 static void dispatch(struct vnc_app *app, XEvent *ev, uint64_t now)
 {
+	if (vnc_resize_handle_event(app->resize, ev))
+		return;
 	if (vnc_capture_handle_event(app->cap, ev, now))
 		return;
 	if (vnc_cursor_handle_event(app->cur, ev))
@@ -241,10 +255,11 @@ int vnc_app_run(struct vnc_app *app)
 			vnc_input_run(app->in, now);
 		vnc_pointer_run(app->ptr, now);
 		vnc_marker_run(vnc_server_marker(app->srv), now);
-		if (vnc_capture_run(app->cap, now, &e) == -1) {
+		if (vnc_resize_run(app->resize, &e) == -1) {
 			log_error("cannot go on serving this screen", "{s:s}", "error", e.msg);
 			return 1;
 		}
+		vnc_capture_run(app->cap, now);
 		vnc_server_process(app->srv);
 		vnc_clip_run(app->clip);
 		if (app->lease) {
@@ -287,7 +302,7 @@ int vnc_app_run(struct vnc_app *app)
 			timeout = min_timeout(timeout, vnc_lease_timeout_ms(app->lease, now));
 		timeout = min_timeout(timeout,
 				      vnc_marker_timeout_ms(vnc_server_marker(app->srv), now));
-		if (XQLength(dpy) > 0)
+		if (XQLength(dpy) > 0 || vnc_resize_timeout_ms(app->resize) == 0)
 			timeout = 0;
 
 		if (poll(app->fds, n, timeout) == -1 && errno != EINTR) {
@@ -323,6 +338,7 @@ void vnc_app_stop(struct vnc_app *app)
 	vnc_agent_free(app->agent);
 	if (app->rfb_fd >= 0)
 		close(app->rfb_fd);
+	vnc_resize_free(app->resize);
 	/* The server first: it owns the cursor and uses the framebuffer. */
 	vnc_server_free(app->srv);
 	vnc_lease_free(app->lease);

@@ -18,8 +18,8 @@ struct vnc_app;
  * are read from a signalfd).  Returns the app or NULL with e set. */
 struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e);
 
-/* Serves until SIGTERM/SIGINT (returns 0) or a fatal condition such as a
- * resized screen (returns 1 after logging it).  Losing the X connection
+/* Serves until SIGTERM/SIGINT (returns 0) or a fatal condition such as no
+ * memory for a resized screen (returns 1 after logging it).  Losing the X connection
  * exits the process from the X I/O error handler with status 1. */
 int vnc_app_run(struct vnc_app *app);
 

@@ -42,7 +42,6 @@ struct vnc_capture {
 	bool active;    /* a viewer is connected */
 	bool damaged;   /* a DamageNotify arrived and was not read yet */
 	bool scheduled; /* a grab is due at `due` */
-	bool resized;   /* the root window changed size */
 	int frame_ms;
 	uint64_t due, last_grab;
 	struct {
@@ -328,10 +327,53 @@ static int take_damage(struct vnc_capture *c)
 	return n;
 }
 
+/* Sizes the capture for w x h: a zeroed framebuffer and tile maps.  The
+ * old buffers stay where they are on failure.  Returns 0 or -1 with e set. */
+static int size_buffers(struct vnc_capture *c, int w, int h, struct err *e)
+{
+	int tx = (w + TILE - 1) / TILE, ty = (h + TILE - 1) / TILE;
+	size_t tiles = (size_t)tx * (size_t)ty;
+	char *fb = calloc((size_t)w * 4, (size_t)h);
+	uint8_t *hint = calloc(tiles, 1), *changed = calloc(tiles, 1);
+
+	if (!fb || !hint || !changed) {
+		free(fb);
+		free(hint);
+		free(changed);
+		return err_set(e, ENOMEM, "framebuffer of %dx%d", w, h);
+	}
+	free(c->fb);
+	free(c->hint);
+	free(c->changed);
+	c->fb = fb;
+	c->hint = hint;
+	c->changed = changed;
+	c->width = w;
+	c->height = h;
+	c->stride = w * 4;
+	c->tiles_x = tx;
+	c->tiles_y = ty;
+	return 0;
+}
+
+/* Fills the framebuffer from the whole screen, dropping the damage so far
+ * (it is all covered).  Returns the number of tiles compared. */
+static uint64_t grab_all(struct vnc_capture *c)
+{
+	size_t tiles = (size_t)c->tiles_x * (size_t)c->tiles_y;
+	uint64_t cmp0 = c->st.tiles_cmp;
+
+	take_damage(c);
+	memset(c->hint, 1, tiles);
+	process_hints(c);
+	memset(c->hint, 0, tiles);
+	memset(c->changed, 0, tiles);
+	return c->st.tiles_cmp - cmp0;
+}
+
 struct vnc_capture *vnc_capture_new(struct vnc_display *d, int frame_ms, struct err *e)
 {
 	struct vnc_capture *c = calloc(1, sizeof(*c));
-	size_t tiles;
 
 	if (!c) {
 		err_set(e, ENOMEM, "capture");
@@ -339,17 +381,7 @@ struct vnc_capture *vnc_capture_new(struct vnc_display *d, int frame_ms, struct 
 	}
 	c->d = d;
 	c->frame_ms = frame_ms;
-	c->width = d->width;
-	c->height = d->height;
-	c->stride = d->width * 4;
-	c->tiles_x = (d->width + TILE - 1) / TILE;
-	c->tiles_y = (d->height + TILE - 1) / TILE;
-	tiles = (size_t)c->tiles_x * (size_t)c->tiles_y;
-	c->fb = calloc((size_t)c->stride, (size_t)c->height);
-	c->hint = calloc(tiles, 1);
-	c->changed = calloc(tiles, 1);
-	if (!c->fb || !c->hint || !c->changed) {
-		err_set(e, ENOMEM, "framebuffer of %dx%d", c->width, c->height);
+	if (size_buffers(c, d->width, d->height, e) == -1) {
 		vnc_capture_free(c);
 		return NULL;
 	}
@@ -358,12 +390,7 @@ struct vnc_capture *vnc_capture_new(struct vnc_display *d, int frame_ms, struct 
 	c->damage = XDamageCreate(d->dpy, d->root, XDamageReportNonEmpty);
 	c->scratch = XFixesCreateRegion(d->dpy, NULL, 0);
 	XSelectInput(d->dpy, d->root, StructureNotifyMask);
-	take_damage(c);
-	memset(c->hint, 1, tiles);
-	process_hints(c);
-	memset(c->hint, 0, tiles);
-	memset(c->changed, 0, tiles);
-	if (c->st.tiles_cmp == 0) {
+	if (grab_all(c) == 0) {
 		err_set(e, 0, "cannot read the screen of the X display");
 		vnc_capture_free(c);
 		return NULL;
@@ -376,6 +403,29 @@ struct vnc_capture *vnc_capture_new(struct vnc_display *d, int frame_ms, struct 
 char *vnc_capture_framebuffer(struct vnc_capture *c)
 {
 	return c->fb;
+}
+
+int vnc_capture_resize(struct vnc_capture *c, int width, int height, char **old_fb,
+		       struct err *e)
+{
+	char *prev = c->fb;
+
+	/* size_buffers frees the old framebuffer: keep it for the caller,
+	 * whose screen still points at it */
+	c->fb = NULL;
+	if (size_buffers(c, width, height, e) == -1) {
+		c->fb = prev;
+		return -1;
+	}
+	*old_fb = prev;
+	shm_teardown(c);
+	shm_setup(c);
+	c->scheduled = false;
+	c->damaged = false;
+	grab_all(c);
+	log_info("capture resized", "{s:i, s:i, s:s}", "width", width, "height", height, "method",
+		 c->shm_attached ? "XShmGetImage" : "XGetImage");
+	return 0;
 }
 
 void vnc_capture_attach(struct vnc_capture *c, rfbScreenInfoPtr screen)
@@ -401,14 +451,6 @@ bool vnc_capture_handle_event(struct vnc_capture *c, const XEvent *ev, uint64_t 
 			schedule(c, now_ms);
 		return true;
 	}
-	if (ev->type == ConfigureNotify && ev->xconfigure.window == c->d->root) {
-		if (ev->xconfigure.width != c->width || ev->xconfigure.height != c->height) {
-			c->resized = true;
-			c->scheduled = true;
-			c->due = now_ms;
-		}
-		return true;
-	}
 	return false;
 }
 
@@ -428,15 +470,12 @@ int vnc_capture_timeout_ms(const struct vnc_capture *c, uint64_t now_ms)
 	return (int)(c->due - now_ms);
 }
 
-int vnc_capture_run(struct vnc_capture *c, uint64_t now_ms, struct err *e)
+void vnc_capture_run(struct vnc_capture *c, uint64_t now_ms)
 {
 	size_t tiles = (size_t)c->tiles_x * (size_t)c->tiles_y;
 
 	if (!c->scheduled || now_ms < c->due)
-		return 0;
-	if (c->resized)
-		return err_set(e, 0, "the X screen was resized from %dx%d; restarting to follow it",
-			       c->width, c->height);
+		return;
 	c->scheduled = false;
 	c->damaged = false;
 	c->last_grab = now_ms;
@@ -455,7 +494,6 @@ int vnc_capture_run(struct vnc_capture *c, uint64_t now_ms, struct err *e)
 	}
 	memset(c->hint, 0, tiles);
 	memset(c->changed, 0, tiles);
-	return 0;
 }
 
 void vnc_capture_log_stats(const struct vnc_capture *c)

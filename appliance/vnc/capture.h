@@ -28,14 +28,15 @@ struct vnc_capture;
  * set.  d must outlive the capture. */
 struct vnc_capture *vnc_capture_new(struct vnc_display *d, int frame_ms, struct err *e);
 
-/* The framebuffer, owned by the capture; valid until vnc_capture_free(). */
+/* The framebuffer, owned by the capture; valid until vnc_capture_free()
+ * or vnc_capture_resize(). */
 char *vnc_capture_framebuffer(struct vnc_capture *c);
 
 /* Tells the capture which screen to mark changes on (NULL detaches). */
 void vnc_capture_attach(struct vnc_capture *c, rfbScreenInfoPtr screen);
 
-/* Consumes ev if it is one of the capture's events (DamageNotify, root
- * ConfigureNotify) and returns true; false for anything else. */
+/* Consumes ev if it is the capture's DamageNotify and returns true; false
+ * for anything else (a new root size is resize.c's). */
 bool vnc_capture_handle_event(struct vnc_capture *c, const XEvent *ev, uint64_t now_ms);
 
 /* Sets whether any viewer is connected.  Turning it on schedules a grab of
@@ -46,11 +47,18 @@ void vnc_capture_set_active(struct vnc_capture *c, bool active, uint64_t now_ms)
  * when nothing is pending (the caller may then block indefinitely). */
 int vnc_capture_timeout_ms(const struct vnc_capture *c, uint64_t now_ms);
 
+/* Follows a new root window size: a new framebuffer of width x height
+ * filled from the screen, tile maps and the MIT-SHM segment made again,
+ * damage so far dropped.  *old_fb gets the previous framebuffer, which the
+ * caller frees once the screen no longer points at it (the new one is
+ * vnc_capture_framebuffer()).  Returns 0, or -1 with e set (out of memory;
+ * nothing changed). */
+int vnc_capture_resize(struct vnc_capture *c, int width, int height, char **old_fb,
+		       struct err *e);
+
 /* Grabs and compares the damaged areas if a grab is due, marking changed
- * tiles on the attached screen.  Returns 0, or -1 with e set when the
- * screen can no longer be served as is (e.g. the root window was resized):
- * the caller should exit non-zero so the supervisor restarts it. */
-int vnc_capture_run(struct vnc_capture *c, uint64_t now_ms, struct err *e);
+ * tiles on the attached screen. */
+void vnc_capture_run(struct vnc_capture *c, uint64_t now_ms);
 
 /* Logs counters (grabs, pixels grabbed, tiles compared and changed, mean
  * grab and compare times) at info level. */

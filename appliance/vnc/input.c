@@ -30,6 +30,11 @@ void vnc_input_release_all(struct vnc_input *in)
 	x11_input_release_all(x(in));
 }
 
+void vnc_input_set_size(struct vnc_input *in, int width, int height)
+{
+	x11_input_set_size(x(in), width, height);
+}
+
 int vnc_input_timeout_ms(const struct vnc_input *in, uint64_t now_ms)
 {
 	return x11_input_timeout_ms((const struct x11_input *)in, now_ms);

@@ -33,6 +33,9 @@ void vnc_input_key(struct vnc_input *in, bool down, uint32_t ks);
  * last viewer leaves mid-keystroke), after any queued events. */
 void vnc_input_release_all(struct vnc_input *in);
 
+/* The screen is now width x height: pointer positions are clamped to it. */
+void vnc_input_set_size(struct vnc_input *in, int width, int height);
+
 /* Milliseconds until queued events may go, 0 if now, -1 if none queued. */
 int vnc_input_timeout_ms(const struct vnc_input *in, uint64_t now_ms);
 

@@ -1,6 +1,7 @@
 /* Flag parsing for cloche-vnc: getopt_long into a struct vnc_options, with
  * every value range-checked here so the rest of the program can trust it. */
 #include "options.h"
+#include "size.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +23,8 @@ enum {
 	OPT_VIEW_ONLY,
 	OPT_CONTROL,
 	OPT_LOG_LEVEL,
+	OPT_RESIZE,
+	OPT_SIZE,
 	OPT_HELP,
 };
 
@@ -38,6 +41,8 @@ static const struct option long_opts[] = {
 	{"view-only", no_argument, NULL, OPT_VIEW_ONLY},
 	{"control", required_argument, NULL, OPT_CONTROL},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	{"resize", required_argument, NULL, OPT_RESIZE},
+	{"size", required_argument, NULL, OPT_SIZE},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
 };
@@ -66,6 +71,11 @@ void vnc_options_usage(const char *prog, int to_stderr)
 		"                        once (also CLOCHE_VNC_CONTROL)\n"
 		"  --name NAME           desktop name shown by viewers (default cloche)\n"
 		"  --frame-ms MS         least time between two screen grabs (default 20)\n"
+		"  --resize on|off       let viewers with control set the desktop size\n"
+		"                        (noVNC's remote resize; default off, also\n"
+		"                        CLOCHE_VNC_RESIZE)\n"
+		"  --size WxH            the desktop's size when no viewer asked for one\n"
+		"                        (default: the X screen's size at start)\n"
 		"  --log-level LEVEL     debug, info, warn or error (default info)\n"
 		"  --help                show this text and exit\n"
 		"\n"
@@ -107,6 +117,7 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 {
 	int c, lvl;
 	bool control_set = false;
+	const char *resize = NULL;
 
 	*o = (struct vnc_options){
 		.display = NULL,
@@ -153,6 +164,19 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 		case OPT_FRAME_MS:
 			if (parse_int("frame-ms", optarg, 1, 1000, &o->frame_ms, e) == -1)
 				return VNC_OPTIONS_BAD;
+			break;
+		case OPT_RESIZE:
+			resize = optarg;
+			if (vnc_switch_parse(optarg, &o->resize) == -1) {
+				err_set(e, 0, "--resize: `%s` is not on or off", optarg);
+				return VNC_OPTIONS_BAD;
+			}
+			break;
+		case OPT_SIZE:
+			if (vnc_size_parse(optarg, &o->size_w, &o->size_h) == -1) {
+				err_set(e, 0, "--size: `%s` is not WxH (e.g. 1280x800)", optarg);
+				return VNC_OPTIONS_BAD;
+			}
 			break;
 		case OPT_VIEW_ONLY:
 			o->view_only = true;
@@ -206,6 +230,14 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 	    parse_control(getenv("CLOCHE_VNC_CONTROL"), &o->shared_control, e) == -1) {
 		err_wrap(e, "CLOCHE_VNC_CONTROL");
 		return VNC_OPTIONS_BAD;
+	}
+	/* The operator's per-sandbox switch; a flag wins.  An unknown word
+	 * keeps resizing off (the safe side), with a warning. */
+	if (!resize && (resize = getenv("CLOCHE_VNC_RESIZE")) && *resize &&
+	    vnc_switch_parse(resize, &o->resize) == -1) {
+		log_warn("unknown CLOCHE_VNC_RESIZE value: resizing stays off", "{s:s}", "value",
+			 resize);
+		o->resize = false;
 	}
 	{
 		/* Keep a copy and wipe the value in place: /proc/<pid>/environ

@@ -24,6 +24,10 @@ struct vnc_options {
 	int frame_ms;              /* least time between two screen grabs */
 	bool view_only;            /* ignore every input event */
 	bool shared_control;       /* no control lease: everyone drives at once */
+	bool resize;               /* viewers with control may set the desktop size
+				    * (--resize, CLOCHE_VNC_RESIZE) */
+	int size_w, size_h;        /* the default desktop size (--size); 0 = the
+				    * root window's size at start */
 	enum log_level log_level;
 };
 

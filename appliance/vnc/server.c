@@ -41,6 +41,7 @@ struct vnc_server {
 	bool adopt_via_web;     /* ... and whether the web port checked it */
 	const char *adopt_key;  /* ... and its page's viewer key, or NULL */
 	struct vnc_lease *lease; /* who may drive the desktop; NULL: anyone */
+	struct vnc_server_resize resize;
 };
 
 /* libvncserver's messages are chatty and line-oriented; strip the newline
@@ -187,6 +188,8 @@ static void on_client_gone(rfbClientPtr cl)
 	cl->wsctx = NULL;
 #endif
 	vnc_marker_client_gone(s->marker, cl);
+	if (s->resize.gone)
+		s->resize.gone(s->resize.ctx, cl);
 	if (!c)
 		return;
 	if (s->lease)
@@ -385,6 +388,21 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 	}
 	rfbInitServer(sc);
 	return s;
+}
+
+static int on_set_desktop_size(int w, int h, int nscreens, struct rfbExtDesktopScreen *screens,
+			       rfbClientPtr cl)
+{
+	struct vnc_server *s = cl->screen->screenData;
+
+	(void)screens;
+	return s->resize.request(s->resize.ctx, cl, w, h, nscreens);
+}
+
+void vnc_server_on_resize(struct vnc_server *s, const struct vnc_server_resize *r)
+{
+	s->resize = *r;
+	s->screen->setDesktopSizeHook = on_set_desktop_size;
 }
 
 rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s)

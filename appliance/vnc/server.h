@@ -33,6 +33,19 @@ struct vnc_server *vnc_server_new(const struct vnc_options *o, int width, int he
 				  struct vnc_input *in, vnc_server_clients_fn on_clients,
 				  void *ctx, struct err *e);
 
+/* Desktop size requests (resize.c).  request answers a viewer's
+ * SetDesktopSize of w x h with nscreens screens with an ExtendedDesktopSize
+ * status (0 = done); gone hears of every viewer that leaves. */
+struct vnc_server_resize {
+	int (*request)(void *ctx, rfbClientPtr cl, int w, int h, int nscreens);
+	void (*gone)(void *ctx, rfbClientPtr cl);
+	void *ctx;
+};
+
+/* Installs the size hooks (copied).  Without them every SetDesktopSize is
+ * refused as prohibited, libvncserver's default. */
+void vnc_server_on_resize(struct vnc_server *s, const struct vnc_server_resize *r);
+
 /* The libvncserver screen (for capture and cursor). */
 rfbScreenInfoPtr vnc_server_screen(struct vnc_server *s);
 

@@ -3,7 +3,15 @@
  * with that many distinct colours in it.  cloche-init uses it as Chromium's
  * readiness probe: a window that is mapped but not yet painted is one flat
  * colour, and a desktop is not ready until a person would see the browser.
- * Without a window manager top-level windows are the root window's children. */
+ * Without a window manager top-level windows are the root window's children.
+ *
+ * With --set-size WxH it is instead Xvfb's readiness probe: it waits for the
+ * display to accept connections, gives its screen the sandbox's default size
+ * (Xvfb starts at the largest size a viewer may ask for, the only way RandR
+ * can grow it later), and exits 0, so that nothing started after Xvfb sees
+ * another size. */
+#include "appliance/x11/x11_randr.h"
+
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <getopt.h>
@@ -11,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static int quiet_errors(Display *d, XErrorEvent *ev)
 {
@@ -78,15 +87,55 @@ static int matches(Display *d, Window w, const char *cls, int min_w, int min_h, 
 	return ok;
 }
 
+/* Waits up to wait_ms for the display, then sets its size to spec (WxH).
+ * 0 once the display is up (a size it cannot take is reported, not fatal:
+ * the desktop then keeps Xvfb's own), 1 if it never came up, 2 for a bad
+ * spec. */
+static int set_size(const char *display, const char *spec, int wait_ms)
+{
+	struct timespec pause = {0, 20 * 1000000};
+	unsigned long made = None;
+	struct err e = ERR_INIT;
+	int w, h, max_w, max_h;
+	char tail;
+	Display *d;
+
+	if (sscanf(spec, "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1) {
+		fprintf(stderr, "cloche-xprobe: --set-size `%s` is not WxH\n", spec);
+		return 2;
+	}
+	for (int waited = 0; !(d = XOpenDisplay(display)); waited += 20) {
+		if (waited >= wait_ms) {
+			fprintf(stderr, "cloche-xprobe: cannot open display `%s`\n",
+				display ? display : "$DISPLAY");
+			return 1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	if (DisplayWidth(d, 0) == w && DisplayHeight(d, 0) == h) {
+		XCloseDisplay(d);
+		return 0;
+	}
+	if (x11_randr_max(d, DefaultRootWindow(d), &max_w, &max_h) == -1)
+		fprintf(stderr, "cloche-xprobe: no RandR 1.2: the screen stays %dx%d\n",
+			DisplayWidth(d, 0), DisplayHeight(d, 0));
+	else if (x11_randr_set_size(d, DefaultRootWindow(d), w, h, &made, &e) == -1)
+		fprintf(stderr, "cloche-xprobe: %s (largest %dx%d): the screen stays %dx%d\n", e.msg,
+			max_w, max_h, DisplayWidth(d, 0), DisplayHeight(d, 0));
+	XCloseDisplay(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"display", required_argument, NULL, 'd'}, {"class", required_argument, NULL, 'c'},
 		{"min-width", required_argument, NULL, 'w'}, {"min-height", required_argument, NULL, 'h'},
-		{"min-colours", required_argument, NULL, 'n'}, {"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+		{"min-colours", required_argument, NULL, 'n'}, {"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'},
+		{"set-size", required_argument, NULL, 's'}, {"wait-ms", required_argument, NULL, 'W'}, {NULL, 0, NULL, 0},
 	};
-	const char *display = NULL, *cls = NULL;
-	int min_w = 1, min_h = 1, list = 0, c, found = 0;
+	const char *display = NULL, *cls = NULL, *size = NULL;
+	int min_w = 1, min_h = 1, list = 0, c, found = 0, wait_ms = 4000;
 	Window root, parent, *kids = NULL;
 	unsigned n = 0;
 	Display *d;
@@ -99,14 +148,21 @@ int main(int argc, char **argv)
 		case 'h': min_h = atoi(optarg); break;
 		case 'n': min_colours = atoi(optarg); break;
 		case 'l': list = 1; break;
+		case 's': size = optarg; break;
+		case 'W': wait_ms = atoi(optarg); break;
 		case 'H':
 			printf("usage: cloche-xprobe [--display :0] [--class NAME] [--min-width N] "
 			       "[--min-height N] [--min-colours N] [--list]\n"
-			       "Exit 0 when a matching window is mapped (and painted with at least N colours).\n");
+			       "       cloche-xprobe [--display :0] --set-size WxH [--wait-ms MS]\n"
+			       "Exit 0 when a matching window is mapped (and painted with at least N colours);\n"
+			       "or, with --set-size, once the display is up (waiting up to MS ms, default\n"
+			       "4000) and its screen was given that size (RandR).\n");
 			return 0;
 		default: return 2;
 		}
 	}
+	if (size)
+		return set_size(display, size, wait_ms);
 	d = XOpenDisplay(display);
 	if (!d) {
 		fprintf(stderr, "cloche-xprobe: cannot open display `%s`\n", display ? display : "$DISPLAY");

@@ -81,9 +81,19 @@ static struct frame frame_of(struct desk_actions *a)
 {
 	struct frame f;
 
-	desk_screen_size(a->scr, &f.rw, &f.rh);
-	f.mw = a->o.model_w > 0 ? a->o.model_w : f.rw;
-	f.mh = a->o.model_h > 0 ? a->o.model_h : f.rh;
+	/* The size now: a viewer (noVNC's remote resize) or xrandr may have
+	 * changed it since the last call. */
+	desk_screen_current_size(a->scr, &f.rw, &f.rh);
+	if (a->o.model_auto)
+		desk_size_auto(f.rw, f.rh, &f.mw, &f.mh);
+	else {
+		f.mw = a->o.model_w;
+		f.mh = a->o.model_h;
+	}
+	if (f.mw <= 0 || f.mh <= 0) {
+		f.mw = f.rw;
+		f.mh = f.rh;
+	}
 	return f;
 }
 
@@ -97,7 +107,7 @@ void desk_actions_model_size(struct desk_actions *a, int *w, int *h)
 
 void desk_actions_real_size(struct desk_actions *a, int *w, int *h)
 {
-	desk_screen_size(a->scr, w, h);
+	desk_screen_current_size(a->scr, w, h);
 }
 
 static void reply_text(struct desk_reply *r, const char *fmt, ...)

@@ -57,6 +57,7 @@ enum desk_action {
 
 struct desk_actions_opts {
 	int model_w, model_h; /* 0: the display's own size */
+	bool model_auto;      /* --screen-size auto: model_w/h follow the display's size */
 	long settle_ms;       /* pause before the screenshot an action returns */
 	bool screenshot_after; /* whether actions that change the screen return one */
 	int png_level;        /* zlib level 0-9 */

@@ -17,7 +17,7 @@ static const struct {
 
 #define ASPECT_SLACK 0.02
 
-static void auto_size(int real_w, int real_h, int *w, int *h)
+void desk_size_auto(int real_w, int real_h, int *w, int *h)
 {
 	double ratio = (double)real_w / real_h;
 
@@ -44,7 +44,7 @@ int desk_size_parse(const char *s, int real_w, int real_h, int *w, int *h, struc
 		return 0;
 	if (strcasecmp(s, "auto") == 0) {
 		if (real_w > 0 && real_h > 0)
-			auto_size(real_w, real_h, w, h);
+			desk_size_auto(real_w, real_h, w, h);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)

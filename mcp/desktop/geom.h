@@ -17,6 +17,10 @@
  * 0, 0.  0, or -1 with e set saying what is accepted. */
 int desk_size_parse(const char *s, int real_w, int real_h, int *w, int *h, struct err *e);
 
+/* The `auto` model size for a real_w x real_h display: the preset of its
+ * aspect ratio when smaller than the display, else 0, 0 (no scaling). */
+void desk_size_auto(int real_w, int real_h, int *w, int *h);
+
 /* Model pixel -> real pixel on one axis of model and real pixels: pixel
  * centres map onto pixel centres, the result is within [0, real). */
 int desk_to_real(int v, int model, int real);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const struct cfg_opt desk_opts[] = {
 	{"port", CFG_INT, "8100", "port of the MCP endpoint (/mcp); 0 picks one"},
@@ -93,6 +94,7 @@ int main(int argc, char **argv)
 	if (desk_size_parse(cfg_str(c, "screen-size"), w, h, &ao.model_w, &ao.model_h, &e) == -1)
 		goto out;
 	desk_control_init(cfg_str(c, "display"));
+	ao.model_auto = cfg_str(c, "screen-size") && strcasecmp(cfg_str(c, "screen-size"), "auto") == 0;
 	act = desk_actions_new(scr, &ao, &e);
 	if (!act)
 		goto out;

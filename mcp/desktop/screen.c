@@ -243,6 +243,14 @@ static void read_events(struct desk_screen *s)
 	}
 }
 
+void desk_screen_current_size(struct desk_screen *s, int *w, int *h)
+{
+	pthread_mutex_lock(&s->mu);
+	read_events(s);
+	pthread_mutex_unlock(&s->mu);
+	desk_screen_size(s, w, h);
+}
+
 struct x11_input *desk_screen_begin(struct desk_screen *s)
 {
 	pthread_mutex_lock(&s->mu);

@@ -38,8 +38,13 @@ void desk_screen_end(struct desk_screen *s);
  * need time between them, e.g. the steps of a drag). */
 void desk_screen_flush(struct desk_screen *s);
 
-/* The screen size in pixels (locked or not). */
+/* The screen size in pixels (locked or not), as of the last events read. */
 void desk_screen_size(struct desk_screen *s, int *w, int *h);
+
+/* Reads pending X events (a new screen size, after a viewer's resize or
+ * xrandr) without a round trip, then the size as desk_screen_size().
+ * Not between begin and end (it takes the lock). */
+void desk_screen_current_size(struct desk_screen *s, int *w, int *h);
 
 /* Grabs the rectangle (x, y, w, h) of the screen into img (allocated
  * here; free with desk_image_free).  Between begin and end.  0 or -1

@@ -510,19 +510,23 @@ static int register_computer(struct mcp_server *srv, struct desk_actions *a, con
 int desk_tools_register(struct mcp_server *srv, struct desk_actions *a, struct x11_clip *clip,
 			struct err *e)
 {
-	char size[200];
+	char size[320];
 	int w, h, rw, rh;
 
 	desk_actions_model_size(a, &w, &h);
 	desk_actions_real_size(a, &rw, &rh);
+	/* The size at start: a person may resize the desktop later (noVNC), so
+	 * every screenshot states the size it has. */
 	if (w == rw && h == rh)
 		snprintf(size, sizeof(size),
-			 "The display is %dx%d pixels (display_width_px=%d, display_height_px=%d)",
+			 "The display is %dx%d pixels (display_width_px=%d, display_height_px=%d; "
+			 "each screenshot states the current size)",
 			 w, h, w, h);
 	else
 		snprintf(size, sizeof(size),
 			 "Screenshots are %dx%d pixels (display_width_px=%d, display_height_px=%d), "
-			 "scaled from the real %dx%d display",
+			 "scaled from the real %dx%d display (each screenshot states the current "
+			 "sizes)",
 			 w, h, w, h, rw, rh);
 	if (register_computer(srv, a, size, e) == -1)
 		return err_wrap(e, "tool computer");

@@ -11,6 +11,7 @@
 //
 //   node novnc-pointer-test.mjs --url URL --from X,Y --to X,Y [--pid PID] [--out DIR]
 import { chromium } from 'playwright-core';
+import { canvas, pagePoint, within } from './lib/novnc.mjs';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { takeControl } from './lib/novnc.mjs';
@@ -26,7 +27,6 @@ const notOk = (name, why) => { console.log(`not ok - ${name}`); if (why) console
 const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const xdotool = (...a) => execFileSync('xdotool', a.map(String));
-const canvas = '#noVNC_container canvas';
 
 // Runs in the page: for each [x, y] in framebuffer pixels, the RGB there.
 function readPixels({ sel, pts }) {
@@ -55,15 +55,6 @@ const yellow = ([r, g, b]) => r > 170 && g > 140 && b < 110;
 async function ringShown(page, x, y) {
   return (await pixels(page, ringPts(x, y))).filter(yellow).length >= 3;
 }
-// Polls fn every 20 ms until it is true or ms have passed; the time it took, or -1.
-async function within(ms, fn) {
-  const t0 = Date.now();
-  while (Date.now() - t0 < ms) {
-    if (await fn()) return Date.now() - t0;
-    await sleep(20);
-  }
-  return -1;
-}
 
 async function openViewer(browser) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -77,14 +68,6 @@ async function openViewer(browser) {
   return { page, stats };
 }
 
-// Where framebuffer pixel (x, y) is on the page, for page.mouse.
-async function pagePoint(page, x, y) {
-  return page.evaluate(({ sel, x, y }) => {
-    const c = document.querySelector(sel);
-    const r = c.getBoundingClientRect();
-    return [r.left + (x + 0.5) * r.width / c.width, r.top + (y + 0.5) * r.height / c.height];
-  }, { sel: canvas, x, y });
-}
 
 const ticks = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   .slice(11, 13).reduce((a, b) => a + Number(b), 0);

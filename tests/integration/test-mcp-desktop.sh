@@ -16,8 +16,11 @@
 #  2. in a sandbox booted from $CLOCHE_TEMPLATE under runsc: from the router
 #     netns, the client suite against http://10.0.2.15:8100/mcp (tools,
 #     screenshot of the start page, click + type + clear, cursor, zoom, bad
-#     input), the clipboard both ways with the template's xclip, and init
-#     brings mcp-desktop back after it is killed.
+#     input), the clipboard both ways with the template's xclip, the
+#     desktop's size (booted at its default on an Xvfb started larger; a
+#     viewer's SetDesktopSize through a cloche-vnc with resizing on, followed
+#     by mcp-desktop and by the sandbox's own cloche-vnc, and undone when the
+#     viewer leaves), and init brings mcp-desktop back after it is killed.
 #
 # Prints `ok - ...` / `not ok - ...` lines; exits non-zero on any failure.
 # BUILD=build (default) selects the build directory for the host part; with
@@ -241,6 +244,59 @@ host_part() {
 }
 
 # --------------------------------------------------------------- sandbox
+# The desktop's size under gVisor: Xvfb starts at the largest size and
+# cloche-xprobe gives it the default at boot; a cloche-vnc with resizing on
+# (a second one, run inside with CLOCHE_VNC_RESIZE=on, since the node does
+# not set the switch yet) resizes it for a viewer from the router netns;
+# the sandbox's own cloche-vnc follows without a restart, mcp-desktop
+# reports the new size, and the default comes back when the viewer leaves.
+screenshot_says() { # screenshot_says WxH: mcp-desktop's screenshot states that size
+	sb_in_router "$id" node "$CALL" --url "http://10.0.2.15:8100/mcp" --tool screenshot |
+		grep -q "^screenshot $1: the whole display"
+}
+sandbox_resize() {
+	local vc=$BUILD/tests/tools/vnc-client h0 h1 exec_pid client_pid line
+	check "sandbox: the desktop boots at its default 1280x800 (Xvfb started at 2560x1600)" \
+		screenshot_says 1280x800
+	echo "# sandbox: xvfb ready after $(jq -r '.services.xvfb.ready_ms' <<<"$health") ms (probe: cloche-xprobe --set-size)"
+	h0=$(sb_health "$id")
+	sb_exec "$id" /usr/bin/timeout 40 /usr/bin/env -u CLOCHE_VNC_SECRET CLOCHE_VNC_RESIZE=on \
+		/opt/cloche/bin/cloche-vnc --display :0 --rfb-port 5901 --http-port 0 --size 1280x800 \
+		>"$WORK/vnc-resize.log" 2>&1 &
+	exec_pid=$!
+	PIDS+=("$exec_pid")
+	if ! wait_for 20 sb_in_router "$id" bash -c 'exec 3<>/dev/tcp/10.0.2.15/5901' 2>/dev/null; then
+		not_ok "sandbox: a cloche-vnc with CLOCHE_VNC_RESIZE=on starts inside"
+		return
+	fi
+	sb_in_router "$id" "$vc" --host 10.0.2.15 --port 5901 --timeout 30 --resize 1920x1080 \
+		--resize 1366x768 --resize 1600x1000 --sleep 6000 >"$WORK/resize.json" 2>&1 &
+	client_pid=$!
+	PIDS+=("$client_pid")
+	wait_for 30 grep -q '"resize":"1600x1000"' "$WORK/resize.json"
+	while IFS= read -r line; do
+		echo "# sandbox: $line"
+	done <"$WORK/resize.json"
+	check "sandbox: a viewer's SetDesktopSize gives it frames of 1920x1080, 1366x768, 1600x1000" \
+		test "$(grep -c '"ok":true' "$WORK/resize.json")" = 3
+	check "sandbox: mcp-desktop's screenshot says 1600x1000" screenshot_says 1600x1000
+	sb_vnc_secret "$id" >"$WORK/secret"
+	check "sandbox: the sandbox's own cloche-vnc (resize off) follows to 1600x1000" \
+		bash -c 'sb() { nsenter --net="/var/run/netns/R-$1" "${@:2}"; }
+			sb "$1" "$2" --host 10.0.2.15 --port 5900 --password-file "$3" --stats --timeout 20 |
+			grep -q "\"width\":1600,\"height\":1000"' _ "$id" "$vc" "$WORK/secret"
+	wait "$client_pid"
+	check "sandbox: when the viewer leaves, the default 1280x800 comes back" \
+		wait_for 20 screenshot_says 1280x800
+	h1=$(sb_health "$id")
+	check "sandbox: its cloche-vnc did not restart (pid $(jq -r .services.vnc.pid <<<"$h1"), restarts $(jq -r .services.vnc.restarts <<<"$h1"))" \
+		test "$(jq -c '[.services.vnc.pid, .services.vnc.restarts]' <<<"$h0")" = \
+		"$(jq -c '[.services.vnc.pid, .services.vnc.restarts]' <<<"$h1")"
+	wait "$exec_pid"
+	grep '"desktop size requested"' "$WORK/vnc-resize.log" |
+		sed -n 's/.*"width":\([0-9]*\),"height":\([0-9]*\).*"status":"\([^"]*\)".*"ms":\([0-9]*\).*/# sandbox: request \1x\2 \3, server side \4 ms/p'
+}
+
 sandbox_part() {
 	local health pid t0
 	[[ -n $template ]] || { not_ok "a desktop template exists (run make template)"; return; }
@@ -270,6 +326,8 @@ sandbox_part() {
 	sb_exec "$id" /bin/sh -c "printf '%s' 'from xclip inside ø' | DISPLAY=:0 xclip -selection clipboard" >/dev/null 2>&1
 	got=$(sb_in_router "$id" node "$CALL" --url "http://10.0.2.15:8100/mcp" --tool clipboard_get)
 	check "sandbox: clipboard_get returns what xclip set (got '$got')" test "$got" = 'from xclip inside ø'
+
+	sandbox_resize
 
 	# Killed, it is restarted by cloche-init and serves again.
 	pid=$(jq -r '.services["mcp-desktop"].pid' <<<"$health")

@@ -4,7 +4,8 @@
 # clients (Debian's vncsnapshot, our libvncclient-based vnc-client, noVNC
 # in headless Chromium, xclip, mcp-desktop) checking frames, input, the web
 # port, the clipboard both ways (and CLOCHE_CLIPBOARD=off), idle CPU,
-# authentication, view-only mode and shutdown.
+# authentication, view-only mode, viewer resize (noVNC's remote resize,
+# xrandr, mcp-desktop's size) and shutdown.
 #
 # Run from the repository root after `make`: BUILD=build (default) selects
 # the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
@@ -109,7 +110,7 @@ json_field() { # json_field JSON NAME: a number/boolean field of a flat JSON lin
 }
 
 # ---------------------------------------------------------------- set-up
-for tool in Xvfb chromium vncsnapshot xdotool xclip djpeg curl node; do
+for tool in Xvfb chromium vncsnapshot xdotool xclip xrandr djpeg curl node; do
 	if ! command -v "$tool" >/dev/null; then
 		not_ok "prerequisites" "$tool is not installed"
 		exit 1
@@ -473,6 +474,104 @@ if wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc3.log"; then
 		grep -q '"transport":"websocket"' "$WORK/vnc3.log"
 else
 	not_ok "an instance with CLOCHE_VNC_SECRET starts"
+fi
+
+# ---------------------------------------------------------------- resize
+# A second display whose Xvfb starts at the largest size to allow (Xvfb's
+# RandR never grows past it), served by cloche-vnc with resizing on (the
+# sandbox's switch, CLOCHE_VNC_RESIZE) and the default size 1280x800, and
+# by a second instance with --resize off; Chromium full-screen on it with a
+# page that puts where it was clicked into its title; mcp-desktop beside.
+resize_section() {
+	local disp2 n rfb5 http5 http6 wid5 vnc5 vnc6 mcp5 mcp5_port status
+	for n in $(seq $((${DISP#:} + 1)) 199); do
+		if [ ! -e "/tmp/.X11-unix/X$n" ] && [ ! -e "/tmp/.X$n-lock" ]; then
+			disp2=:$n
+			break
+		fi
+	done
+	[ -n "${disp2:-}" ] || { not_ok "a second free X display"; return; }
+	Xvfb "$disp2" -screen 0 2560x1600x24 -nolisten tcp -noreset >"$WORK/xvfb2.log" 2>&1 &
+	PIDS+=($!)
+	wait_for 15 xdpyinfo -display "$disp2" >/dev/null 2>&1 || { not_ok "Xvfb 2560x1600 starts"; return; }
+	read -r rfb5 http5 < <(free_ports $((RFB3 + 1))) || { not_ok "free ports"; return; }
+	read -r _ http6 < <(free_ports $((rfb5 + 1))) || { not_ok "free ports"; return; }
+	# (a libvncserver leak on every successful resize: see the suppressions file)
+	LSAN_OPTIONS=suppressions=$PWD/tests/integration/lsan-libvncserver.supp:print_suppressions=0 \
+		CLOCHE_VNC_RESIZE=on CLOCHE_VNC_SECRET=$SECRET "$VNC" --display "$disp2" --listen 127.0.0.1 \
+		--rfb-port "$rfb5" --http-port "$http5" --size 1280x800 2>"$WORK/vnc5.log" &
+	vnc5=$!
+	PIDS+=("$vnc5")
+	wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc5.log" ||
+		{ not_ok "cloche-vnc with CLOCHE_VNC_RESIZE=on starts"; return; }
+	check "--size 1280x800 sets the desktop's default size on a 2560x1600 Xvfb" \
+		bash -c 'xdpyinfo -display "$1" | grep -q "dimensions: *1280x800 pixels"' _ "$disp2"
+	"$VNC" --display "$disp2" --listen 127.0.0.1 --rfb-port 0 --http-port "$http6" --resize off \
+		--size 1280x800 2>"$WORK/vnc6.log" &
+	vnc6=$!
+	PIDS+=("$vnc6")
+	wait_for 15 grep -q '"msg":"cloche-vnc started"' "$WORK/vnc6.log" ||
+		{ not_ok "cloche-vnc with --resize off starts"; return; }
+	cat >"$WORK/click.html" <<'EOF2'
+<html><head><title>R:</title></head><body style="background:#204060;margin:0">
+<script>onmousedown = (e) => { document.title = 'C:' + e.clientX + ',' + e.clientY; };</script>
+</body></html>
+EOF2
+	DISPLAY=$disp2 setsid chromium "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile5" \
+		--window-size=1280,800 --window-position=0,0 \
+		"data:text/html;base64,$(base64 -w0 "$WORK/click.html")" >"$WORK/chromium5.log" 2>&1 &
+	PGIDS+=($!)
+	find_click_window() { wid5=$(DISPLAY=$disp2 xdotool search --name '^R:' 2>/dev/null | head -1) && [ -n "$wid5" ]; }
+	wait_for 60 find_click_window || { not_ok "Chromium shows the click page on $disp2"; return; }
+	mcp5_port=$(for p in $(seq 18400 18499); do port_free "$p" && { echo "$p"; break; }; done)
+	"$BUILD/bin/mcp-desktop" --display "$disp2" --listen 127.0.0.1 --port "$mcp5_port" 2>"$WORK/mcp5.log" &
+	mcp5=$!
+	PIDS+=("$mcp5")
+	wait_for 15 listening "$mcp5_port" || not_ok "mcp-desktop starts on $disp2"
+	sleep 2 # the page's first paint
+
+	# Another program resizing the screen (xrandr inside a sandbox) is
+	# followed too, without a restart.
+	if command -v xrandr >/dev/null; then
+		xrandr -display "$disp2" --fb 1600x1000 2>/dev/null
+		check "cloche-vnc follows an xrandr resize to 1600x1000 (a viewer gets that frame)" \
+			bash -c '"$1" --port "$2" --password-file "$3" --stats --timeout 10 | grep -q "\"width\":1600,\"height\":1000"' \
+			_ "$CLIENT" "$rfb5" "$WORK/secret"
+		xrandr -display "$disp2" --fb 1280x800 2>/dev/null
+		wait_for 5 bash -c 'xdpyinfo -display "$1" | grep -q "dimensions: *1280x800 pixels"' _ "$disp2"
+	else
+		not_ok "xrandr is installed (x11-xserver-utils)"
+	fi
+
+	DISPLAY=$disp2 node tests/e2e/novnc-resize-test.mjs \
+		--url "http://127.0.0.1:$http5/?secret=$SECRET" \
+		--view-url "http://127.0.0.1:$http5/?view=$(cat "$WORK/view")" \
+		--off-url "http://127.0.0.1:$http6/" --display "$disp2" --default 1280x800 \
+		--window "$wid5" --mcp "http://127.0.0.1:$mcp5_port/mcp" --pid "$vnc5" \
+		--log "$WORK/vnc5.log" >"$WORK/resize.txt" 2>&1
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "${line#ok - }" ;;
+		"not ok - "*) not_ok "${line#not ok - }" ;;
+		*) echo "$line" ;;
+		esac
+	done <"$WORK/resize.txt"
+	check "noVNC resize test ran to the end" grep -q 'answers each SetDesktopSize' "$WORK/resize.txt"
+	grep '"msg":"desktop size requested"' "$WORK/vnc5.log" | sed -n 's/.*"width":\([0-9]*\),"height":\([0-9]*\).*"status":"\([^"]*\)".*"ms":\([0-9]*\).*/#   request \1x\2: \3 in \4 ms (server side)/p'
+	kill -TERM -- "-${PGIDS[-1]}" 2>/dev/null
+	for pid in "$mcp5:mcp5:mcp-desktop" "$vnc5:vnc5:cloche-vnc --resize on" "$vnc6:vnc6:cloche-vnc --resize off"; do
+		kill -TERM "${pid%%:*}"
+		wait "${pid%%:*}"
+		status=$?
+		check "$(cut -d: -f3 <<<"$pid") of the resize section exits 0 on SIGTERM (status $status)" test "$status" = 0
+		[ "$status" = 0 ] ||
+			grep -v '"level":"debug"' "$WORK/$(cut -d: -f2 <<<"$pid").log" | tail -15 | sed 's/^/#   /'
+	done
+}
+if [ -n "${RFB3:-}" ] && [ -s "$WORK/view" ]; then
+	resize_section
+else
+	not_ok "the resize section needs the secret instance's ports and view secret"
 fi
 
 # ---------------------------------------------------------------- shutdown

@@ -25,7 +25,16 @@
 #include <wctype.h>
 #include <zlib.h>
 
-enum action_kind { ACT_KEY, ACT_TYPE, ACT_TYPE_RAW, ACT_CLICK, ACT_MOVE, ACT_SLEEP, ACT_PASTE };
+enum action_kind {
+	ACT_KEY,
+	ACT_TYPE,
+	ACT_TYPE_RAW,
+	ACT_CLICK,
+	ACT_MOVE,
+	ACT_SLEEP,
+	ACT_PASTE,
+	ACT_RESIZE,
+};
 
 struct action {
 	enum action_kind kind;
@@ -38,6 +47,7 @@ struct state {
 	int bw, bh;        /* block grid */
 	long uncovered;    /* blocks not received yet */
 	char *cut;         /* the last ServerCutText, as UTF-8 */
+	int sizes;         /* framebuffer (re)allocations: the server's size answers */
 };
 
 static struct {
@@ -109,6 +119,12 @@ static rfbBool on_resize(rfbClient *cl)
 	st->covered = calloc((size_t)st->bw * (size_t)st->bh, 1);
 	st->uncovered = (long)st->bw * st->bh;
 	st->frames = 0;
+	/* A new size: ask for all of it (libvncclient's next request may
+	 * still name the old size, and a larger screen's new part would
+	 * never come).  Not for the first allocation, made before the pixel
+	 * format is set. */
+	if (st->sizes++ > 0 && cl->frameBuffer)
+		SendFramebufferUpdateRequest(cl, 0, 0, cl->width, cl->height, FALSE);
 	return cl->frameBuffer && st->covered ? TRUE : FALSE;
 }
 
@@ -324,6 +340,33 @@ static int parse_xy(const char *s, int *x, int *y)
 	return *end ? -1 : 0;
 }
 
+/* Asks for a desktop of w x h (SetDesktopSize) and waits for a complete
+ * frame of that size; prints {"resize":"WxH","ok":..,"width":..,
+ * "height":..,"ms":..} with the time from the request to that frame. */
+static int ask_size(rfbClient *cl, struct state *st, const char *arg)
+{
+	uint64_t t0 = now_ms(), end = t0 + (uint64_t)opt.timeout_s * 1000;
+	int w, h, sizes = st->sizes;
+
+	if (sscanf(arg, "%dx%d", &w, &h) != 2 || w < 1 || h < 1 || w > 65535 || h > 65535) {
+		fprintf(stderr, "vnc-client: `%s` is not WxH\n", arg);
+		return -1;
+	}
+	if (!SendExtDesktopSize(cl, (uint16_t)w, (uint16_t)h))
+		return -1;
+	/* A size answer resets the frame counter (on_resize); a refusal is an
+	 * answer at the old size. */
+	while (!((st->sizes > sizes || (cl->width == w && cl->height == h)) && st->frames > 0) &&
+	       now_ms() < end)
+		if (pump(cl, st, 2, 0) == -1)
+			return -1;
+	printf("{\"resize\":\"%s\",\"ok\":%s,\"width\":%d,\"height\":%d,\"ms\":%llu}\n", arg,
+	       cl->width == w && cl->height == h ? "true" : "false", cl->width, cl->height,
+	       (unsigned long long)(now_ms() - t0));
+	fflush(stdout);
+	return 0;
+}
+
 static int run_action(rfbClient *cl, struct state *st, const struct action *a)
 {
 	int x, y;
@@ -354,6 +397,8 @@ static int run_action(rfbClient *cl, struct state *st, const struct action *a)
 		if (send_paste(cl, a->arg) == -1)
 			return -1;
 		break;
+	case ACT_RESIZE:
+		return ask_size(cl, st, a->arg);
 	}
 	return pump(cl, st, opt.delay_ms, 0);
 }
@@ -534,7 +579,9 @@ static void usage(FILE *f)
 		"  --click X,Y           move there and click button 1\n"
 		"  --move X,Y            move the pointer there\n"
 		"  --sleep MS            keep receiving updates for MS ms\n"
-		"  --paste TEXT          send UTF-8 text as cut text (Latin-1, `?` for the rest)\n");
+		"  --paste TEXT          send UTF-8 text as cut text (Latin-1, `?` for the rest)\n"
+		"  --resize WxH          ask for that desktop size (SetDesktopSize), wait for a\n"
+		"                        complete frame of it, print a JSON line with the time\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -553,6 +600,7 @@ static int parse_args(int argc, char **argv)
 		{"probe", required_argument, NULL, 'x'},
 		{"cut-text", required_argument, NULL, 'C'},
 		{"paste", required_argument, NULL, 'V'},
+		{"resize", required_argument, NULL, 'Z'},
 		{"key", required_argument, NULL, 'k'},
 		{"type", required_argument, NULL, 'T'},
 		{"type-raw", required_argument, NULL, 'R'},
@@ -588,6 +636,7 @@ static int parse_args(int argc, char **argv)
 		case 'm': kind = ACT_MOVE; break;
 		case 'z': kind = ACT_SLEEP; break;
 		case 'V': kind = ACT_PASTE; break;
+		case 'Z': kind = ACT_RESIZE; break;
 		default: usage(stderr); return -1;
 		}
 		if (opt.nactions == (int)(sizeof(opt.actions) / sizeof(opt.actions[0]))) {
@@ -682,7 +731,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (opt.stats)
-		print_stats(cl, first, st.frames, (uint64_t)first_ms);
+		/* no pixel comparison with a first frame of another size */
+		print_stats(cl, st.sizes > 1 ? NULL : first, st.frames, (uint64_t)first_ms);
 	if (opt.snapshot && write_image(cl, opt.snapshot) == -1) {
 		fprintf(stderr, "vnc-client: cannot write %s\n", opt.snapshot);
 		goto out;

@@ -20,5 +20,6 @@ Suite *suite_compat(void);
 Suite *suite_netcheck(void);
 Suite *suite_marker(void);
 Suite *suite_lease(void);
+Suite *suite_size(void);
 
 #endif

@@ -1,4 +1,26 @@
-// Helpers for tests that drive cloche-vnc's noVNC page in Chromium.
+// Helpers for tests that drive noVNC in a real browser (playwright-core).
+
+// noVNC's canvas, whose width and height are the remote framebuffer's.
+export const canvas = '#noVNC_container canvas';
+
+// Polls fn every 20 ms until it is true or ms have passed; the time it took, or -1.
+export async function within(ms, fn) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < ms) {
+    if (await fn()) return Date.now() - t0;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return -1;
+}
+
+// Where framebuffer pixel (x, y) is on the page, for page.mouse.
+export async function pagePoint(page, x, y) {
+  return page.evaluate(({ sel, x, y }) => {
+    const c = document.querySelector(sel);
+    const r = c.getBoundingClientRect();
+    return [r.left + (x + 0.5) * r.width / c.width, r.top + (y + 0.5) * r.height / c.height];
+  }, { sel: canvas, x, y });
+}
 
 // Takes control of the desktop the way a person does: one click on the
 // control bar's "Take control" (docs/vnc.md, Control).  Resolves true once
