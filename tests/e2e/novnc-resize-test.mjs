@@ -15,7 +15,7 @@
 //   node novnc-resize-test.mjs --url URL --view-url URL --off-url URL --display :N
 //        --default WxH --window WID [--mcp URL] [--pid PID] [--log FILE]
 import { chromium } from 'playwright-core';
-import { canvas, pagePoint, within } from './lib/novnc.mjs';
+import { canvas, pagePoint, takeControl, within } from './lib/novnc.mjs';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect, call } from './lib/mcp-client.mjs';
@@ -168,7 +168,9 @@ try {
   t = await within(5000, () => fills(W, H));
   check(t >= 0, `Chromium's full-screen window follows to ${W}x${H} (${geo()})`);
 
-  // The pointer and a click in the area the resize added.
+  // The pointer and a click in the area the resize added (a person who
+  // took control: docs/vnc.md, Control).
+  await takeControl(a.page);
   const [mx, my] = [W - 50, H - 40];
   let [px, py] = await pagePoint(a.page, mx, my);
   await a.page.mouse.move(px, py);
@@ -183,6 +185,9 @@ try {
   const m = title.match(/^C:(\d+),(\d+)/);
   check(t >= 0 && m && Number(m[1]) === cx && Number(m[2]) <= cy && Number(m[2]) > cy - 200,
     `a click at ${cx},${cy} reaches the page there (it saw ${m ? `${m[1]},${m[2]}` : title}; y less the window's top bar)`);
+  // ... and hands it back, so that the agent may act.
+  await a.page.evaluate(() => window.clocheControl && window.clocheControl.handBack(''));
+  await within(3000, () => a.page.evaluate(() => !window.clocheControl.state || !window.clocheControl.state.holder));
 
   // mcp-desktop reports and uses the new size.
   if (args.mcp) {
