@@ -20,3 +20,10 @@ $(BUILD)/bin/cloche-xprobe: $(XPROBE_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,x11)
 
 BINS += $(BUILD)/bin/cloche-xprobe
+
+REC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/rec/*.c))
+$(BUILD)/bin/cloche-rec: $(REC_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS)
+
+BINS += $(BUILD)/bin/cloche-rec
