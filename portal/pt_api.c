@@ -1,6 +1,7 @@
 /* The portal's HTTP API (see docs/portal.md and the OpenAPI document this
  * serves): authentication, request checks with errors that name the field,
  * and the views.  State changes go through pt_core. */
+#include "portal/pt_rec.h"
 #include "portal/pt_api.h"
 
 #include "common/json.h"
@@ -567,7 +568,7 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
-	char id[64], action[32] = "";
+	char id[64], action[96] = "";
 	const char *rest = req->path + strlen("/sbv1/sandboxes/");
 	const char *slash = strchr(rest, '/');
 	size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -595,10 +596,19 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 		}
 		return;
 	}
+	if (strcmp(action, "trace") == 0 || strcmp(action, "recordings") == 0 ||
+	    strncmp(action, "recordings/", 11) == 0) {
+		if (load_visible(p, &who, id, &sb, resp)) {
+			pt_rec_handle(p, &sb, action, req, resp);
+			pt_sb_clear(&sb);
+		}
+		return;
+	}
 	if (!action[0] || strcmp(action, "events") == 0 || strcmp(action, "thumbnail") == 0 ? !get
 											    : !post) {
 		static const char *const acts[] = {"", "events", "thumbnail", "release", "keepalive",
-						   "hibernate", "wake", "fork", "shares", NULL};
+						   "hibernate", "wake", "fork", "shares", "recordings",
+						   "trace", NULL};
 		bool known = false;
 
 		for (const char *const *a = acts; *a; a++)

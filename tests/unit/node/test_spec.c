@@ -71,7 +71,7 @@ START_TEST(limits_reach_the_spec)
 	json_t *spec, *res;
 
 	ck_assert_msg(na_spec_write(dir, "sb-1", "/pool/sandboxes/sb-1/rootfs", &lim,
-				    "s3cret-Token_1", "cloche.example.com", &e) == 0,
+				    "s3cret-Token_1", "cloche.example.com", NULL, &e) == 0,
 		      "%s", e.msg);
 	spec = load_spec();
 	{
@@ -116,7 +116,7 @@ START_TEST(netns_and_mounts)
 	size_t i;
 	bool netns = false, tmp = false, host_bind = false;
 
-	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, NULL, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, NULL, NULL, NULL, &e) == 0, "%s", e.msg);
 	spec = load_spec();
 	json_array_foreach(json_object_get(json_object_get(spec, "linux"), "namespaces"), i, ns)
 		if (strcmp(json_string_value(json_object_get(ns, "type")), "network") == 0)
