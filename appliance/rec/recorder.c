@@ -253,6 +253,7 @@ static pid_t spawn_ffmpeg(const struct rec_opts *o, const char *out, struct err 
 		    dup2(log == -1 ? null : log, 2) == -1)
 			_exit(126);
 		execv(argv[0], (char *const *)argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	return pid;

@@ -11,7 +11,8 @@ TESTS += $(BUILD)/tests/unit-common
 
 UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/appliance/*.c)) \
 	$(BUILD)/obj/appliance/init/config.o $(BUILD)/obj/appliance/init/memguard.o \
-	$(BUILD)/obj/appliance/init/netcheck.o $(BUILD)/obj/appliance/vnc/marker.o
+	$(BUILD)/obj/appliance/init/netcheck.o $(BUILD)/obj/appliance/vnc/marker.o \
+	$(BUILD)/obj/appliance/rec/recorder.o
 $(BUILD)/obj/tests/unit/appliance/test_compat.o: CFLAGS += -DCOMPAT_SO='"$(BUILD)/lib/libcloche-compat.so"'
 $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB) | $(BUILD)/lib/libcloche-compat.so
 	@mkdir -p $(@D)

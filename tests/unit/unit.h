@@ -19,5 +19,6 @@ Suite *suite_memguard(void);
 Suite *suite_compat(void);
 Suite *suite_netcheck(void);
 Suite *suite_marker(void);
+Suite *suite_recorder(void);
 
 #endif

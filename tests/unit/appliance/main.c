@@ -12,6 +12,7 @@ int main(void)
 	srunner_add_suite(sr, suite_compat());
 	srunner_add_suite(sr, suite_netcheck());
 	srunner_add_suite(sr, suite_marker());
+	srunner_add_suite(sr, suite_recorder());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
