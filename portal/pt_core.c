@@ -616,7 +616,11 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	struct placement pl;
 	struct pt_sb sb;
 	bool placed;
+	char desk[64];
 
+	snprintf(desk, sizeof(desk), "{\"clipboard\":%s,\"resize\":%s,\"record\":%s}",
+		 r->clipboard ? "true" : "false", r->resize ? "true" : "false",
+		 r->record ? "true" : "false");
 	if (p->stopping) {
 		resp_error(resp, 503, "the portal is stopping");
 		return;
@@ -689,6 +693,7 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	sb.cpus = r->cpus;
 	sb.pids = r->pids;
 	sb.egress = r->egress;
+	sb.desktop = desk;
 	sb.labels = r->labels;
 	sb.metadata = r->metadata;
 	sb.idle_timeout_s = r->idle_timeout_s;

@@ -161,7 +161,9 @@ check "... it records from the start" \
 	bash -c 'for ((i = 0; i < 100; i++)); do [[ $(js "$(pcall "$1" GET "/sbv1/sandboxes/$2/recordings")" "[.recordings[] | select(.state == \"recording\")] | length") == 1 ]] && exit 0; sleep 0.2; done; exit 1' _ "$U1" "$SB2"
 check "... the guest got CLOCHE_CLIPBOARD=off" \
 	grep -qx CLOCHE_CLIPBOARD=off <(jq -r ".process.env[]" "$(sb_dir "$SID2")/bundle/config.json")
-check "... and its node keeps the switches" \
+check "... the portal shows them" \
+	test "$(js "$(pcall "$U1" GET "/sbv1/sandboxes/$SB2")" '.desktop | "\(.clipboard) \(.resize) \(.record)"')" = "false false true"
+check "... and its node keeps them" \
 	test "$(body_of "$(api GET "/v1/sandboxes/$SID2")" | jq -c .desktop)" = '{"clipboard":false,"resize":false}'
 
 for s in "$SB" "$SB2"; do pcall "$U1" POST "/sbv1/sandboxes/$s/release" >/dev/null; done
