@@ -292,7 +292,8 @@ json_t *na_node_rec_list(struct na_node *n, const char *id, struct err *e)
  * nothing when optional. */
 static int append_file(int root, const char *path, bool optional, struct buf *b, struct err *e)
 {
-	AUTOCLOSE int fd = open_beneath(root, path, O_RDONLY);
+	/* O_NONBLOCK: the guest may have left a FIFO there. */
+	AUTOCLOSE int fd = open_beneath(root, path, O_RDONLY | O_NONBLOCK);
 	struct stat st;
 	char chunk[65536];
 	ssize_t r;
@@ -336,7 +337,7 @@ int na_node_rec_read(struct na_node *n, const char *id, const char *rec, size_t 
 		const char *state;
 
 		snprintf(path, sizeof(path), REC_DIR "/%s.json", rec);
-		fd = open_beneath(root, path, O_RDONLY);
+		fd = open_beneath(root, path, O_RDONLY | O_NONBLOCK);
 		j = fd == -1 ? NULL : json_loadfd(fd, 0, &je);
 		if (!j)
 			return err_http(e, 404, "no recording `%s` in sandbox `%s`", rec, id);

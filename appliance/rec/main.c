@@ -41,7 +41,7 @@ static const struct cfg_opt rec_opts_tab[] = {
 	{"display", CFG_STR, ":0", "the X display to record"},
 	{"width", CFG_INT, "1280", "the display's width"},
 	{"height", CFG_INT, "800", "the display's height"},
-	{"fps", CFG_INT, "15", "capture rate (frames equal to the last are dropped)"},
+	{"fps", CFG_INT, "10", "capture rate (frames equal to the last are dropped)"},
 	{"crf", CFG_INT, "30", "libx264 constant rate factor (lower: better, bigger)"},
 	{"start-timeout", CFG_DURATION, "15s", "how long ffmpeg may take to write its first frame"},
 	{"stop-timeout", CFG_DURATION, "10s", "how long ffmpeg may take to finish the file"},
