@@ -57,8 +57,8 @@ static void call_done(void *ud)
 		if (pt_store_sb_get(p->st, c->id, &sb, &e) == 0)
 			pt_store_sb_note(p->st, c->id, sb.state, reason, &e);
 		pt_sb_clear(&sb);
-		json_decref(j);
 		log_info(c->event, "{s:s, s:s?}", "sandbox", c->id, "recording", rid);
+		json_decref(j); /* rid points into it */
 	} else if (c->event[0]) {
 		log_warn("recording call failed", "{s:s, s:s, s:i, s:s}", "sandbox", c->id, "event",
 			 c->event, "status", (int)c->status, "error", c->msg);

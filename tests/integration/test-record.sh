@@ -10,7 +10,7 @@
 # with `desktop.record` records from the start, a hibernate ends a
 # recording whole, and a release leaves nothing.
 #   RECORD_TEST_QUICK=1   6 s of scrolling and no hibernate
-# sanitize: no
+# sanitize: yes
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
