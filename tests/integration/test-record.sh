@@ -142,6 +142,17 @@ check "... and the calls before it (the page, the browser) without a recording" 
 check "the sandbox's events show the start and the stop" \
 	bash -c 'e=$(js "$(pcall "$1" GET "/sbv1/sandboxes/$2/events")" "[.events[].reason] | join(\",\")"); [[ $e == *"recording started $3"* && $e == *"recording stopped $3"* ]]' _ "$U1" "$SB" "$REC"
 
+CLI=${BUILD:-build}/bin/cloche
+check "cloche recordings lists it" \
+	bash -c '"$1" --url "$PORTAL" --api-key "$2" recordings "$3" | grep -Eq "^$4 +done "' _ "$CLI" "$U1" "$SB" "$REC"
+check "cloche download saves the same MP4" \
+	bash -c '"$1" --url "$PORTAL" --api-key "$2" download "$3" "$4" -o "$5/cli.mp4" 2>/dev/null && cmp -s "$5/cli.mp4" "$5/rec.mp4"' \
+	_ "$CLI" "$U1" "$SB" "$REC" "$work"
+check "cloche trace prints the trace" \
+	bash -c '(($("$1" --url "$PORTAL" --api-key "$2" trace "$3" | wc -l) >= $(wc -l <"$4")))' _ "$CLI" "$U1" "$SB" "$work/trace.jsonl"
+check "cloche record on an unknown sandbox: exit 3 (not found)" \
+	bash -c '"$1" --url "$PORTAL" --api-key "$2" record sb-0000000000000000 2>/dev/null; (($? == 3))' _ "$CLI" "$U1"
+
 if [[ -z $QUICK ]]; then
 	r=$(pcall "$U1" POST "/sbv1/sandboxes/$SB/recordings")
 	REC2=$(js "$r" .recording.id)
