@@ -178,6 +178,23 @@ check "... it records from the start" \
 	bash -c 'for ((i = 0; i < 100; i++)); do [[ $(js "$(pcall "$1" GET "/sbv1/sandboxes/$2/recordings")" "[.recordings[] | select(.state == \"recording\")] | length") == 1 ]] && exit 0; sleep 0.2; done; exit 1' _ "$U1" "$SB2"
 check "... the guest got CLOCHE_CLIPBOARD=off" \
 	grep -qx CLOCHE_CLIPBOARD=off <(jq -r ".process.env[]" "$(sb_dir "$SID2")/bundle/config.json")
+if [[ -z $QUICK ]]; then
+	# The switches are the sandbox's for good: a hibernate and wake, and a fork.
+	pcall "$U1" POST "/sbv1/sandboxes/$SB2/hibernate" '{"wait":120}' >/dev/null
+	r=$(pcall "$U1" POST "/sbv1/sandboxes/$SB2/wake" '{"wait":120}')
+	check "... after a hibernate and a wake its guest still has CLOCHE_CLIPBOARD=off" \
+		bash -c '[[ $(st "$1") == 200 ]] && grep -qx CLOCHE_CLIPBOARD=off <(jq -r ".process.env[]" "$2/bundle/config.json")' \
+		_ "$r" "$(sb_dir "$SID2")"
+	r=$(pcall "$U1" POST "/sbv1/sandboxes/$SB2/fork" '{"count":1,"wait":120}')
+	KID=$(js "$r" '.children[0].id')
+	KSID=$(js "$(pcall "$U1" GET "/sbv1/sandboxes/$KID")" .node_sandbox_id)
+	check "... and so does its fork's, which the portal shows with the switches" \
+		bash -c '[[ $(st "$1") == 200 && $(js "$1" ".children[0].desktop.clipboard") == false ]] && grep -qx CLOCHE_CLIPBOARD=off <(jq -r ".process.env[]" "$2/bundle/config.json")' \
+		_ "$r" "$(sb_dir "$KSID")"
+	check "... and the fork has its parent's recordings" \
+		bash -c '(($(js "$(pcall "$1" GET "/sbv1/sandboxes/$2/recordings")" ".recordings | length") >= 1))' _ "$U1" "$KID"
+	pcall "$U1" POST "/sbv1/sandboxes/$KID/release" >/dev/null
+fi
 check "... the portal shows them" \
 	test "$(js "$(pcall "$U1" GET "/sbv1/sandboxes/$SB2")" '.desktop | "\(.clipboard) \(.resize) \(.record)"')" = "false false true"
 check "... and its node keeps them" \
