@@ -261,7 +261,7 @@ async function fillRecordings(s) {
   for (const r of list.slice().reverse()) {
     const li = document.createElement('li');
     const secs = r.duration_ms ? `${(r.duration_ms / 1000).toFixed(0)} s` : '';
-    const size = r.bytes ? `${(r.bytes / 1e6).toFixed(1)} MB` : '';
+    const size = !r.bytes ? '' : r.bytes < 1e6 ? `${Math.ceil(r.bytes / 1e3)} kB` : `${(r.bytes / 1e6).toFixed(1)} MB`;
     li.append(`${r.started} ${r.state} ${secs} ${size} `.replace(/ +/g, ' '));
     if (r.state === 'done')
       li.append(button('Download', () =>
