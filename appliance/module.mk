@@ -31,3 +31,10 @@ $(BUILD)/bin/cloche-xprobe: $(XPROBE_OBJS) $(BUILD)/lib/libx11input.a $(COMMON_L
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS) $(call pc_libs,x11 xrandr)
 
 BINS += $(BUILD)/bin/cloche-xprobe
+
+REC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard appliance/rec/*.c))
+$(BUILD)/bin/cloche-rec: $(REC_OBJS) $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(COMMON_LIBS)
+
+BINS += $(BUILD)/bin/cloche-rec

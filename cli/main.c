@@ -13,6 +13,7 @@
 #include "common/http_client.h"
 #include "common/json.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ static const char usage[] =
 	"commands:\n"
 	"  acquire [--template T] [--ttl S] [--wait S] [--persist] [--memory MB] [--cpus N]\n"
 	"          [--pids N] [--egress none|HOST,HOST...] [--label K=V]... [--meta K=V]...\n"
+	"          [--no-clipboard] [--resize] [--record]\n"
 	"          [--idempotency-key K]          lease a sandbox (waits until it is ready)\n"
 	"  list [--state S] [--label K=V] [--template T] [--history] [--all]\n"
 	"                                         live sandboxes (--history: ended ones too;\n"
@@ -50,6 +52,10 @@ static const char usage[] =
 	"  share ID [--mode view|control] [--ttl S] [--label L]\n"
 	"                                         a link to its desktop (view-only by default)\n"
 	"  shares ID | unshare ID SHARE           its share links; revoke one\n"
+	"  record ID [--stop REC]                 start recording its screen (or stop REC)\n"
+	"  recordings ID                          its recordings\n"
+	"  download ID REC [-o FILE]              a recording's MP4 (default REC.mp4)\n"
+	"  trace ID                               its action trace (JSON lines) on stdout\n"
 	"\n"
 	"The portal and key come from --url/--api-key, else CLOCHE_URL/CLOCHE_API_KEY,\n"
 	"else ~/.config/cloche/config, else /var/lib/cloche/aio.env (written by make run).\n"
@@ -278,6 +284,15 @@ static int cmd_acquire(struct args *a)
 				free(copy);
 				json_object_set_new(body, "egress", json_pack("{s:o}", "allow", allow));
 			}
+		} else if (strcmp(a->v[a->i], "--no-clipboard") == 0 || strcmp(a->v[a->i], "--resize") == 0 ||
+			   strcmp(a->v[a->i], "--record") == 0) {
+			const char *k = a->v[a->i] + 2;
+
+			if (!json_object_get(body, "desktop"))
+				json_object_set_new(body, "desktop", json_object());
+			json_object_set_new(json_object_get(body, "desktop"),
+					    strcmp(k, "no-clipboard") == 0 ? "clipboard" : k,
+					    json_boolean(strcmp(k, "no-clipboard") != 0));
 		} else if ((v = opt_val(a, "--label", &bad)))
 			rc = kv_into(labels, "--label", v) ? 2 : 0;
 		else if ((v = opt_val(a, "--meta", &bad)))
@@ -730,6 +745,151 @@ static int cmd_keys(struct args *a)
 	return rc;
 }
 
+/* GET path into b whole (a recording, the trace).  Returns the exit code. */
+static int fetch_raw(const char *path, struct buf *b)
+{
+	char url[1024], authz[320];
+	const char *hdrs[] = {authz, NULL};
+	struct http_req req = {.url = url, .headers = hdrs, .max_resp = 512u << 20,
+			       .timeout_ms = (timeout_s + 300) * 1000};
+	struct http_resp resp;
+	struct err e = ERR_INIT;
+	int rc;
+
+	if (!cfg.url[0])
+		return fail(2, "no portal: give --url or set CLOCHE_URL");
+	snprintf(url, sizeof(url), "%s%s", cfg.url, path);
+	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", cfg.key);
+	memset(&resp, 0, sizeof(resp));
+	if (http_request(&req, &resp, &e) == -1) {
+		http_resp_free(&resp);
+		return fail(7, "cannot reach the portal at %s: %s", cfg.url, e.msg);
+	}
+	rc = cli_exit_code(resp.status);
+	if (rc != 0) {
+		json_t *j = json_loads(buf_str(&resp.body), 0, NULL);
+		const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+
+		fail(rc, "GET %s: %ld: %s", path, resp.status, m ? m : "the portal gave no message");
+		json_decref(j);
+	} else {
+		*b = resp.body;
+		memset(&resp.body, 0, sizeof(resp.body));
+	}
+	http_resp_free(&resp);
+	return rc;
+}
+
+/* The rows of `cloche recordings`. */
+static json_t *recording_rows(const json_t *out)
+{
+	json_t *rows = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(out, "recordings"), i, r) {
+		char dur[32] = "-", bytes[32] = "-";
+
+		if (json_object_get(r, "duration_ms"))
+			snprintf(dur, sizeof(dur), "%.1f s",
+				 (double)json_integer_value(json_object_get(r, "duration_ms")) / 1000);
+		if (json_object_get(r, "bytes"))
+			snprintf(bytes, sizeof(bytes), "%lld",
+				 (long long)json_integer_value(json_object_get(r, "bytes")));
+		json_array_append_new(rows, json_pack("[s, s, s, s, s, s]", str(r, "id"), str(r, "state"),
+						      str(r, "started"), dur, bytes, str(r, "reason")));
+	}
+	return rows;
+}
+
+/* Writes b to fname ("-": stdout).  Returns the exit code. */
+static int save_to(const char *fname, const struct buf *b)
+{
+	bool out = strcmp(fname, "-") == 0;
+	FILE *f = out ? stdout : fopen(fname, "wb");
+
+	if (!f || fwrite(b->data ? b->data : "", 1, b->len, f) != b->len || (!out && fclose(f) != 0))
+		return fail(1, "write `%s`: %s", fname, strerror(errno));
+	if (!out)
+		fprintf(stderr, "cloche: %s: %zu bytes\n", fname, b->len);
+	return 0;
+}
+
+/* record ID [--stop REC] | recordings ID | download ID REC [-o FILE] | trace ID */
+static int cmd_record(struct args *a, const char *cmd)
+{
+	const char *id = NULL, *rec = NULL, *file = NULL, *v;
+	char path[300], fname[300];
+	json_t *out = NULL, *r, *rows = NULL;
+	struct buf b = BUF_INIT(0);
+	bool bad = false;
+	int rc = 0;
+
+	for (a->i = 0; a->i < a->n && !rc; a->i++) {
+		if (strcmp(cmd, "record") == 0 && (v = opt_val(a, "--stop", &bad)))
+			rec = v;
+		else if (strcmp(cmd, "download") == 0 && (v = opt_val(a, "-o", &bad)))
+			file = v;
+		else if (!bad && a->v[a->i][0] == '-')
+			rc = fail(2, "%s: unknown option `%s`", cmd, a->v[a->i]);
+		else if (!bad && !id)
+			id = a->v[a->i];
+		else if (!bad && strcmp(cmd, "download") == 0 && !rec)
+			rec = a->v[a->i];
+		else if (!bad)
+			rc = fail(2, "%s: one sandbox at a time", cmd);
+		if (bad)
+			rc = 2;
+	}
+	if (!rc && (!id || (strcmp(cmd, "download") == 0 && !rec)))
+		rc = fail(2, "usage: cloche %s",
+			  strcmp(cmd, "record") == 0	 ? "record ID [--stop REC]"
+			  : strcmp(cmd, "download") == 0 ? "download ID REC [-o FILE]"
+			  : strcmp(cmd, "trace") == 0	 ? "trace ID"
+							 : "recordings ID");
+	if (rc)
+		return rc;
+	if (strcmp(cmd, "record") == 0) {
+		if (rec)
+			snprintf(path, sizeof(path), "/sbv1/sandboxes/%.100s/recordings/%.100s/stop", id, rec);
+		else
+			snprintf(path, sizeof(path), "/sbv1/sandboxes/%.200s/recordings", id);
+		if ((rc = call("POST", path, NULL, &out, NULL, 30, NULL)) == 0) {
+			r = rec ? out : json_object_get(out, "recording");
+			if (as_json)
+				print_json(out);
+			else
+				printf("%s\n", str(r, "id"));
+			if (!as_json && !rec)
+				fprintf(stderr, "cloche: recording %s; `cloche record %s --stop %s` ends it\n",
+					str(r, "id"), id, str(r, "id"));
+		}
+	} else if (strcmp(cmd, "recordings") == 0) {
+		snprintf(path, sizeof(path), "/sbv1/sandboxes/%.200s/recordings", id);
+		if ((rc = fetch_for_table(path, &out)) == 1) {
+			rc = 0;
+			rows = recording_rows(out);
+			print_rows((const char *const[]){"ID", "STATE", "STARTED", "DURATION", "BYTES",
+							 "REASON"},
+				   6, rows);
+		}
+	} else if (strcmp(cmd, "trace") == 0) {
+		snprintf(path, sizeof(path), "/sbv1/sandboxes/%.200s/trace", id);
+		if ((rc = fetch_raw(path, &b)) == 0)
+			rc = save_to("-", &b);
+	} else {
+		snprintf(path, sizeof(path), "/sbv1/sandboxes/%.100s/recordings/%.100s", id, rec);
+		snprintf(fname, sizeof(fname), "%s", file ? file : "");
+		if (!file)
+			snprintf(fname, sizeof(fname), "%.200s.mp4", rec);
+		if ((rc = fetch_raw(path, &b)) == 0)
+			rc = save_to(fname, &b);
+	}
+	buf_free(&b);
+	json_decref(rows);
+	json_decref(out);
+	return rc;
+}
+
 /* share ID [--mode M] [--ttl S] [--label L] | shares ID | unshare ID SHARE */
 static int cmd_share(struct args *a, const char *cmd)
 {
@@ -884,6 +1044,9 @@ int main(int argc, char **argv)
 		rc = cmd_keys(&a);
 	else if (strcmp(cmd, "share") == 0 || strcmp(cmd, "shares") == 0 || strcmp(cmd, "unshare") == 0)
 		rc = cmd_share(&a, cmd);
+	else if (strcmp(cmd, "record") == 0 || strcmp(cmd, "recordings") == 0 ||
+		 strcmp(cmd, "download") == 0 || strcmp(cmd, "trace") == 0)
+		rc = cmd_record(&a, cmd);
 	else
 		rc = fail(2, "unknown command `%s` (cloche --help)", cmd);
 	explicit_bzero(cfg.key, sizeof(cfg.key));

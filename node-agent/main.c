@@ -11,6 +11,7 @@
 #include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
+#include "node-agent/na_rec.h"
 #include "node-agent/na_thumb.h"
 
 #include "common/cfg.h"
@@ -136,7 +137,8 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 
 /* A slow request: runs on its own thread, answers on the loop thread. */
 enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS, JOB_HIBERNATE, JOB_WAKE,
-		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE, JOB_THUMBNAIL };
+		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE, JOB_THUMBNAIL, JOB_REC_START,
+		JOB_REC_STOP };
 
 struct job {
 	struct agent *a;
@@ -229,6 +231,16 @@ static void *job_thread(void *arg)
 		break;
 	case JOB_THUMBNAIL:
 		j->body = na_node_thumbnail(j->a->node, j->id, atoi(j->file), &e);
+		rc = j->body ? 0 : -1;
+		j->status = 200;
+		break;
+	case JOB_REC_START:
+		j->body = na_node_rec_start(j->a->node, j->id, &e);
+		rc = j->body ? 0 : -1;
+		j->status = 201;
+		break;
+	case JOB_REC_STOP:
+		j->body = na_node_rec_stop(j->a->node, j->id, j->file, "api", &e);
 		rc = j->body ? 0 : -1;
 		j->status = 200;
 		break;
@@ -417,6 +429,32 @@ static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 		start_job(a, req, resp, off ? JOB_OFFLOAD : JOB_RESTORE, id, NULL, NULL, body);
 		return;
 	}
+	/* POST .../recordings starts one; POST .../recordings/{rec}/stop ends it. */
+	if (strncmp(slash, "/recordings", 11) == 0) {
+		const char *r = slash + 11;
+		char rec[48];
+		size_t rl = 0;
+
+		if (*r == '/') {
+			r++;
+			rl = strcspn(r, "/");
+			if (strcmp(r + rl, "/stop") != 0 || rl >= sizeof(rec)) {
+				hsrv_resp_error(resp, 404, "not_found", "no such resource");
+				return;
+			}
+			snprintf(rec, sizeof(rec), "%.*s", (int)rl, r);
+		} else if (*r) {
+			hsrv_resp_error(resp, 404, "not_found", "no such resource");
+			return;
+		}
+		if (!na_valid_id(id)) {
+			hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
+			return;
+		}
+		start_job(a, req, resp, rl ? JOB_REC_STOP : JOB_REC_START, id, rl ? rec : NULL, NULL,
+			  NULL);
+		return;
+	}
 	if (strcmp(slash, "/claim") != 0) {
 		hsrv_resp_error(resp, 404, "not_found", "no such resource");
 		return;
@@ -437,6 +475,49 @@ static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	hsrv_resp_json(resp, 200, na_node_list_json(a->node));
 }
 
+/* Downloads are read whole (REC_SERVE_MAX) and answered with a
+ * Content-Length; see docs/recording.md. */
+#define REC_SERVE_MAX (512u << 20)
+
+/* GET .../recordings, .../recordings/{rec} (the MP4), .../trace (JSON lines). */
+static void rec_get(struct agent *a, const char *rest, const char *slash, struct hsrv_resp *resp)
+{
+	struct err e = ERR_INIT;
+	char id[40], rec[48] = "";
+	const char *r = slash + 11;
+	bool trace = strcmp(slash, "/trace") == 0;
+	char *data = NULL;
+	size_t len = 0;
+	json_t *j;
+
+	(void)a;
+	if ((size_t)(slash - rest) >= sizeof(id) ||
+	    (!trace && *r && (*r != '/' || strlen(r + 1) >= sizeof(rec) || strchr(r + 1, '/')))) {
+		hsrv_resp_error(resp, 404, "not_found", "no such path");
+		return;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
+	if (!trace && *r)
+		snprintf(rec, sizeof(rec), "%s", r + 1);
+	if (!trace && !rec[0]) {
+		j = na_node_rec_list(a->node, id, &e);
+		if (!j)
+			resp_err(resp, &e);
+		else
+			hsrv_resp_json(resp, 200, j);
+		return;
+	}
+	if (na_node_rec_read(a->node, id, trace ? NULL : rec, REC_SERVE_MAX, &data, &len, &e) == -1) {
+		resp_err(resp, &e);
+		return;
+	}
+	resp->status = 200;
+	snprintf(resp->content_type, sizeof(resp->content_type), "%s",
+		 trace ? "application/x-ndjson" : "video/mp4");
+	resp->body = data;
+	resp->body_len = len;
+}
+
 static void h_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct agent *a = ud;
@@ -449,6 +530,10 @@ static void h_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		const char *rest = path_id(req), *slash = strchr(rest, '/');
 		char id[40], width[8] = "320";
 
+		if (slash && (strncmp(slash, "/recordings", 11) == 0 || strcmp(slash, "/trace") == 0)) {
+			rec_get(a, rest, slash, resp);
+			return;
+		}
 		if (slash) {
 			if (strcmp(slash, "/thumbnail") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
 				hsrv_resp_error(resp, 404, "not_found", "no such path");

@@ -5,6 +5,7 @@
 #include "node-agent/na_ckpt.h"
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_netns.h"
+#include "node-agent/na_rec.h"
 #include "node-agent/na_node.h"
 #include "node-agent/na_runsc.h"
 #include "node-agent/na_spec.h"
@@ -392,7 +393,8 @@ static int reboot(struct na_node *n, struct na_sb *c, const char *src, struct er
 	if (src && (na_btrfs_delete(rootfs, e) == -1 || na_btrfs_snapshot(src, rootfs, e) == -1))
 		return -1;
 	if (na_netns_create(c->id, e) == -1 || na_apply_egress(n, c->id, &c->egress, e) == -1 ||
-	    na_spec_write(bundle, c->id, rootfs, &c->lim, c->vnc_secret, n->proxy_domain, e) == -1 ||
+	    na_spec_write(bundle, c->id, rootfs, &c->lim, c->vnc_secret, n->proxy_domain, &c->desk,
+			  e) == -1 ||
 	    na_runsc_run(n->runsc_root, c->id, bundle, log_path, e) == -1 ||
 	    na_wait_ready(n, c->id, util_now_ms() + NA_REBOOT_TIMEOUT_MS, 200, log_path, e) == -1)
 		return -1;
@@ -501,6 +503,8 @@ static int checkpoint_gen(struct na_node *n, struct na_sb *c, int gen, const str
 			     "pids", (json_int_t)c->lim.pids, "egress",
 			     na_egress_policy_json(&c->egress), "vnc_secret", c->vnc_secret, "files",
 			     json_incref(files), "figures", *figures);
+	if (manifest)
+		json_object_set_new(manifest, "desktop", na_desk_json(&c->desk, true));
 	snprintf(p, sizeof(p), "%s/manifest.json", part);
 	if (!manifest || na_json_save(p, manifest, &e2) == -1 || rename(part, done) == -1) {
 		if (!e2.msg[0])
@@ -553,7 +557,8 @@ static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, st
 		goto fail;
 	t2 = util_now_ms();
 	if (na_netns_create(t->id, e) == -1 || na_apply_egress(n, t->id, &t->egress, e) == -1 ||
-	    na_spec_write(bundle, t->id, rootfs, &t->lim, t->vnc_secret, n->proxy_domain, e) == -1)
+	    na_spec_write(bundle, t->id, rootfs, &t->lim, t->vnc_secret, n->proxy_domain, &t->desk,
+			  e) == -1)
 		goto fail;
 	na_test_pause(NA_HOOK_RESTORE);
 	t3 = util_now_ms();
@@ -591,6 +596,10 @@ static int take_checkpoint(struct na_node *n, struct na_sb *c, bool durable, jso
 	int gen = c->generation + 1;
 	struct err me = ERR_INIT;
 
+	/* A recording ends here, whole, in the rootfs the checkpoint keeps
+	 * (docs/recording.md): an ffmpeg carried through a checkpoint would
+	 * write on past the rootfs snapshot and leave a broken file. */
+	na_node_rec_stop_quiet(n, c->id, "hibernate");
 	if (gate(n, c, &g, e) == -1) {
 		ungate(n, c);
 		snprintf(c->state, sizeof(c->state), "ready");
@@ -727,6 +736,7 @@ int na_node_fork_begin(struct na_node *n, const char *id, const json_t *body, st
 			snprintf(c->forked_from, sizeof(c->forked_from), "%s", id);
 			/* cloche-vnc inside keeps the parent's secret: it is restored. */
 			snprintf(c->vnc_secret, sizeof(c->vnc_secret), "%s", p->vnc_secret);
+			c->desk = p->desk; /* and cloche-rec the parent's */
 		}
 	}
 	if (rc == 0)

@@ -265,6 +265,8 @@ json_t *na_node_offload_run(struct na_node *n, const char *id, struct err *e)
 			     local ? json_object_get(local, "limits") : json_null(), "egress",
 			     local ? json_object_get(local, "egress") : json_null(), "vnc_secret",
 			     c.vnc_secret, "objects", objects, "bytes", (json_int_t)bytes);
+	if (manifest && local && json_is_object(json_object_get(local, "desktop")))
+		json_object_set(manifest, "desktop", json_object_get(local, "desktop"));
 	snprintf(key, sizeof(key), "%smanifest.json", prefix);
 	if (!manifest || cj_dump_buf(manifest, &b, e) == -1 ||
 	    na_s3_put_mem(n->s3, key, b.data, b.len, e) == -1)
@@ -462,6 +464,9 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 			s->lim.cpus = json_number_value(v);
 		if (cj_get_str(m, "vnc_secret", "", &secret, NULL) == 0)
 			snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
+		if (na_desk_parse(json_object_get(m, "desktop"), true, &s->desk, &e2) == -1)
+			log_warn("unreadable desktop switches; using the defaults", "{s:s, s:s}", "id",
+				 id, "error", e2.msg);
 		v = json_object_get(body, "egress");
 		if (na_egress_policy_parse(v ? v : json_object_get(m, "egress"), &s->egress, &e2) == -1)
 			log_warn("unreadable egress policy; using none", "{s:s, s:s}", "id", id, "error",

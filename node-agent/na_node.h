@@ -35,6 +35,7 @@ struct na_sb {
 	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
 	char reason[160];   /* why it is "failed" */
 	char vnc_secret[40]; /* cloche-vnc's secret (docs/vnc.md); "" for none */
+	struct na_desk desk; /* desktop switches and the recorder's secret */
 	int generation;      /* newest complete checkpoint (checkpoints/<id>/<gen>); 0: none */
 	char last_error[240]; /* a checkpoint or wake that failed, for the caller to see */
 	char forked_from[32]; /* the parent of a fork child */

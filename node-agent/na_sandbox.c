@@ -201,7 +201,9 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	snprintf(s->template, sizeof(s->template), "%s", tpl);
 	snprintf(s->state, sizeof(s->state), "starting");
-	if (util_random_token(s->vnc_secret, sizeof(s->vnc_secret), 18) == -1) {
+	s->desk = na_desk_default;
+	if (util_random_token(s->vnc_secret, sizeof(s->vnc_secret), 18) == -1 ||
+	    util_random_token(s->desk.rec_secret, sizeof(s->desk.rec_secret), 18) == -1) {
 		free(s);
 		return err_set(e, errno, "create %s: random secret", id);
 	}
@@ -356,6 +358,7 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 	char id_buf[32], tpl[256];
 	struct na_limits lim;
 	struct na_egress_policy pol;
+	struct na_desk desk;
 	int rc;
 
 	*claimed = false;
@@ -382,16 +385,19 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		return err_http(e, 400, "`pids` must be between 256 and 65536");
 	if (id && !na_valid_id(id))
 		return err_http(e, 400, "`id`: `%s` is not valid (1-31 of a-z, 0-9 and -)", id);
-	if (na_egress_policy_parse(json_object_get(req, "egress"), &pol, e) == -1)
+	if (na_egress_policy_parse(json_object_get(req, "egress"), &pol, e) == -1 ||
+	    na_desk_parse(json_object_get(req, "desktop"), false, &desk, e) == -1)
 		return -1;
 	if (na_resolve_template(n, tname, tpl, sizeof(tpl), e) == -1)
 		return -1;
 	lim.memory_mb = mem;
 	lim.cpus = cpus;
 	lim.pids = pids;
-	/* Warm members have the default limits and a node-chosen id. */
+	/* Warm members have the default limits and desktop switches (the guest
+	 * read those at its boot) and a node-chosen id. */
 	if (!id && mem == na_default_limits.memory_mb && cpus == na_default_limits.cpus &&
-	    pids == na_default_limits.pids) {
+	    pids == na_default_limits.pids && desk.clipboard == na_desk_default.clipboard &&
+	    desk.resize == na_desk_default.resize) {
 		rc = claim(n, tpl, NULL, &pol, id_out, e);
 		if (rc != 0) {
 			*claimed = rc == 1;
@@ -408,6 +414,11 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 			      n->max_sandboxes);
 	else
 		rc = na_reserve_locked(n, id, tpl, &lim, &pol, false, e);
+	if (rc == 0) {
+		struct na_sb *s = na_find_locked(n, id);
+		s->desk.clipboard = desk.clipboard;
+		s->desk.resize = desk.resize;
+	}
 	pthread_mutex_unlock(&n->mu);
 	if (rc == -1)
 		return -1;
@@ -571,6 +582,7 @@ int na_write_meta(struct na_node *n, const struct na_sb *s, struct err *e)
 
 	if (!m)
 		return err_set(e, ENOMEM, "meta.json");
+	json_object_set_new(m, "desktop", na_desk_json(&s->desk, true));
 	na_sb_dir(n, s->id, path, sizeof(path));
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/meta.json");
 	return na_json_save(path, m, e);
@@ -653,7 +665,8 @@ int na_node_create_run(struct na_node *n, const char *id, struct err *e)
 	}
 	if (na_btrfs_snapshot(tpl, rootfs, e) == -1 || na_netns_create(id, e) == -1 ||
 	    na_apply_egress(n, id, &copy.egress, e) == -1 ||
-	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, n->proxy_domain, e) == -1 ||
+	    na_spec_write(bundle, id, rootfs, &copy.lim, copy.vnc_secret, n->proxy_domain,
+			  &copy.desk, e) == -1 ||
 	    na_write_meta(n, &copy, e) == -1)
 		goto fail;
 	t_run = util_now_ms();
@@ -765,6 +778,10 @@ struct na_sb *na_sb_from_meta(const char *id, const json_t *meta)
 	snprintf(s->state, sizeof(s->state), "ready");
 	if (cj_get_str(meta, "vnc_secret", "", &secret, NULL) == 0)
 		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
+	s->desk = na_desk_default;
+	if (na_desk_parse(json_object_get(meta, "desktop"), true, &s->desk, &e) == -1)
+		log_warn("unreadable desktop switches; using the defaults", "{s:s, s:s}", "id", id,
+			 "error", e.msg);
 	s->boot_ms = -1;
 	s->wake_ms = -1;
 	s->sandbox_pid = -1;
@@ -1003,6 +1020,7 @@ static json_t *sb_json(const struct na_sb *s)
 	json_object_set_new(j, "egress", na_egress_policy_json(&s->egress));
 	if (s->vnc_secret[0])
 		json_object_set_new(j, "vnc_secret", json_string(s->vnc_secret));
+	json_object_set_new(j, "desktop", na_desk_json(&s->desk, false));
 	if (s->boot_ms >= 0)
 		json_object_set_new(j, "boot_ms", json_integer(s->boot_ms));
 	if (s->pooled)

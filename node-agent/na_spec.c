@@ -46,6 +46,47 @@ int na_json_save(const char *path, const json_t *v, struct err *e)
 	return 0;
 }
 
+const struct na_desk na_desk_default = {.clipboard = true, .resize = false};
+
+json_t *na_desk_json(const struct na_desk *d, bool stored)
+{
+	json_t *j = json_pack("{s:b, s:b}", "clipboard", d->clipboard, "resize", d->resize);
+
+	if (j && stored)
+		json_object_set_new(j, "rec_secret", json_string(d->rec_secret));
+	return j;
+}
+
+int na_desk_parse(const json_t *v, bool stored, struct na_desk *d, struct err *e)
+{
+	const char *k;
+	json_t *x;
+
+	d->clipboard = na_desk_default.clipboard;
+	d->resize = na_desk_default.resize;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return err_http(e, 400, "`desktop` must be an object like {\"clipboard\": true, "
+				"\"resize\": false}");
+	json_object_foreach((json_t *)v, k, x) {
+		if (stored && strcmp(k, "rec_secret") == 0 && json_is_string(x)) {
+			snprintf(d->rec_secret, sizeof(d->rec_secret), "%s", json_string_value(x));
+			continue;
+		}
+		bool *slot = strcmp(k, "clipboard") == 0 ? &d->clipboard
+			     : strcmp(k, "resize") == 0  ? &d->resize
+							 : NULL;
+		if (!slot)
+			return err_http(e, 400, "`desktop.%.40s` is not a desktop switch (clipboard, "
+					"resize)", k);
+		if (!json_is_boolean(x))
+			return err_http(e, 400, "`desktop.%s` must be true or false", k);
+		*slot = json_is_true(x);
+	}
+	return 0;
+}
+
 long long na_spec_reserve_mb(long long memory_mb)
 {
 	return 192 + memory_mb / 8;
@@ -71,9 +112,10 @@ static json_t *tmpfs(const char *dst, const char *mode)
 
 int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		  const struct na_limits *lim, const char *vnc_secret, const char *proxy_domain,
-		  struct err *e)
+		  const struct na_desk *desk, struct err *e)
 {
 	char ns[128], envid[96], envres[64], envvnc[128], envhosts[300], path[4096];
+	char envclip[32], envresize[32], envrec[96];
 	long long reserve = na_spec_reserve_mb(lim->memory_mb);
 	AUTOJSON json_t *spec = NULL;
 	long long quota = (long long)(lim->cpus * NA_CPU_PERIOD);
@@ -85,11 +127,17 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 	snprintf(envvnc, sizeof(envvnc), "CLOCHE_VNC_SECRET=%s", vnc_secret ? vnc_secret : "");
 	snprintf(envhosts, sizeof(envhosts), "CLOCHE_PROXY_HOSTS=%s%.256s",
 		 proxy_domain && *proxy_domain ? "*." : "", proxy_domain ? proxy_domain : "");
+	if (!desk)
+		desk = &na_desk_default;
+	snprintf(envclip, sizeof(envclip), "CLOCHE_CLIPBOARD=%s", desk->clipboard ? "on" : "off");
+	snprintf(envresize, sizeof(envresize), "CLOCHE_VNC_RESIZE=%s", desk->resize ? "on" : "off");
+	/* Read by cloche-init as root and handed to cloche-rec only. */
+	snprintf(envrec, sizeof(envrec), "CLOCHE_REC_SECRET=%s", desk->rec_secret);
 	if (quota < 1000)
 		quota = 1000;
 	spec = json_pack(
 		"{s:s, s:{s:s, s:b}, s:s,"
-		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s,s,s,s],"
+		" s:{s:b, s:{s:i, s:i}, s:[s], s:s, s:[s,s,s,s,s,s,s,s,s,s],"
 		"    s:{s:o, s:o, s:o}, s:[{s:s, s:i, s:i}, {s:s, s:I, s:I}], s:b},"
 		" s:[{s:s,s:s,s:s}, {s:s,s:s,s:s}, {s:s,s:s,s:s,s:[s,s,s,s]}, o, o, o],"
 		" s:{s:[{s:s},{s:s,s:s},{s:s},{s:s},{s:s}],"
@@ -100,7 +148,8 @@ int na_spec_write(const char *bundle_dir, const char *id, const char *rootfs,
 		"process", "terminal", 0, "user", "uid", 0, "gid", 0,
 		"args", "/opt/cloche/bin/cloche-init", "cwd", "/",
 		"env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", envid,
-		envres, envvnc, envhosts, "SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800",
+		envres, envvnc, envhosts, "SCREEN_WIDTH=1280", "SCREEN_HEIGHT=800", envclip, envresize,
+		envrec,
 		"capabilities", "bounding", caps(), "effective", caps(), "permitted", caps(),
 		"rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024,
 		"type", "RLIMIT_NPROC", "hard", (json_int_t)lim->pids, "soft", (json_int_t)lim->pids,

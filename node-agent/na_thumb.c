@@ -10,6 +10,7 @@
  * checkpoint could start and then meet the next one, and a refused
  * checkpoint kills the sandbox), and no TIME_WAIT is left inside. */
 #include "node-agent/na_thumb.h"
+#include "node-agent/na_ghttp.h"
 #include "node-agent/na_netns.h"
 #include "node-agent/na_sandbox.h"
 
@@ -31,78 +32,19 @@
 #define SCREEN_H 800
 #define MAX_ANSWER (4u << 20)
 
-/* The value of header name in the head of an answer (NUL-terminated, up
- * to its blank line), into out. */
-static bool header_of(const char *head, const char *name, char *out, size_t len)
-{
-	const char *end = strstr(head, "\r\n\r\n");
-	size_t nl = strlen(name);
-
-	for (const char *p = strstr(head, "\r\n"); p && p < end; p = strstr(p + 2, "\r\n")) {
-		const char *l = p + 2;
-		if (strncasecmp(l, name, nl) == 0 && l[nl] == ':') {
-			l += nl + 1;
-			l += strspn(l, " \t");
-			size_t vl = strcspn(l, "\r\n");
-			if (vl == 0 || vl >= len)
-				return false;
-			memcpy(out, l, vl);
-			out[vl] = '\0';
-			return true;
-		}
-	}
-	return false;
-}
-
-/* One request to mcp-desktop on the open connection fd; the answer (head
- * and body, whose length the head's Content-Length gives) into out, and
- * where its body starts into *body.  Returns the HTTP status, or -1 with
- * e set. */
+/* One request to mcp-desktop on the open connection fd (its session id in
+ * the head when there is one). */
 static int exchange(int fd, const char *method, const char *session, const char *body,
 		    struct buf *out, const char **bodyp, struct err *e)
 {
-	char head[512], chunk[16384], len_s[24];
-	const char *blank = NULL;
-	size_t head_len = 0, want = 0;
-	int n, status = 0;
-	ssize_t r;
+	char hdrs[400];
 
-	n = snprintf(head, sizeof(head),
-		     "%s /mcp HTTP/1.1\r\nHost: 10.0.2.15:%d\r\nAccept: application/json, "
-		     "text/event-stream\r\nContent-Type: application/json\r\n"
-		     "MCP-Protocol-Version: 2025-06-18\r\n%s%s%sContent-Length: %zu\r\n\r\n",
-		     method, DESKTOP_PORT, session ? "Mcp-Session-Id: " : "", session ? session : "",
-		     session ? "\r\n" : "", body ? strlen(body) : 0);
-	if (n <= 0 || (size_t)n >= sizeof(head) || util_write_all(fd, head, (size_t)n) == -1 ||
-	    (body && util_write_all(fd, body, strlen(body)) == -1))
-		return err_set(e, errno, "send to mcp-desktop");
-	buf_reset(out);
-	for (;;) {
-		if (blank && out->len >= head_len + want)
-			break;
-		r = read(fd, chunk, sizeof(chunk));
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			return err_set(e, errno, "read from mcp-desktop");
-		if (r == 0)
-			return err_set(e, 0, "mcp-desktop closed the connection mid-answer");
-		if (buf_append(out, chunk, (size_t)r, e) == -1)
-			return -1;
-		if (!blank && (blank = strstr(buf_str(out), "\r\n\r\n"))) {
-			head_len = (size_t)(blank - out->data) + 4;
-			if (sscanf(out->data, "HTTP/%*d.%*d %d", &status) != 1)
-				return err_set(e, 0, "mcp-desktop answered no HTTP");
-			if (header_of(out->data, "Content-Length", len_s, sizeof(len_s)))
-				want = strtoul(len_s, NULL, 10);
-			else if (header_of(out->data, "Transfer-Encoding", len_s, sizeof(len_s)))
-				return err_set(e, 0, "mcp-desktop answered a stream, not one body");
-			if (want > MAX_ANSWER)
-				return err_set(e, 0, "mcp-desktop's answer is too large");
-		}
-	}
-	*bodyp = out->data + head_len;
-	return status;
+	snprintf(hdrs, sizeof(hdrs),
+		 "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+		 "MCP-Protocol-Version: 2025-06-18\r\n%s%s%s",
+		 session ? "Mcp-Session-Id: " : "", session ? session : "", session ? "\r\n" : "");
+	return na_ghttp_exchange(fd, method, "/mcp", DESKTOP_PORT, hdrs, body, MAX_ANSWER, out,
+				 bodyp, e);
 }
 
 json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct err *e)
@@ -143,7 +85,7 @@ json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct e
 		      "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
 		      "{\"name\":\"cloche-node-thumbnail\",\"version\":\"1\"}}}",
 		      &b, &body, e);
-	if (st != 200 || !header_of(b.data, "Mcp-Session-Id", session, sizeof(session))) {
+	if (st != 200 || !na_ghttp_header(b.data, "Mcp-Session-Id", session, sizeof(session))) {
 		if (st > 0)
 			err_set(e, 0, "mcp-desktop refused the session (%d)", st);
 		goto fail;

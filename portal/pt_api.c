@@ -1,6 +1,7 @@
 /* The portal's HTTP API (see docs/portal.md and the OpenAPI document this
  * serves): authentication, request checks with errors that name the field,
  * and the views.  State changes go through pt_core. */
+#include "portal/pt_rec.h"
 #include "portal/pt_api.h"
 
 #include "common/json.h"
@@ -239,8 +240,9 @@ static void h_acquire(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 	struct pt_portal *p = ud;
 	static const char *const keys[] = {"template", "ttl",	   "wait",	    "persist",
 					   "resources", "egress", "labels",	    "metadata",
-					   "idle_timeout", "offload_after", NULL};
+					   "idle_timeout", "offload_after", "desktop", NULL};
 	static const char *const rkeys[] = {"memory_mb", "cpus", "pids", NULL};
+	static const char *const dkeys[] = {"clipboard", "resize", "record", NULL};
 	struct pt_caller who;
 	struct pt_acquire_req r;
 	json_t *body, *res, *v;
@@ -287,6 +289,31 @@ static void h_acquire(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 		    !int_field(res, "cpus", "resources.cpus", 1, p->cfg.cpus_max, &r.cpus, resp) ||
 		    !int_field(res, "pids", "resources.pids", 64, p->cfg.pids_max, &r.pids, resp))
 			goto out;
+	}
+	r.clipboard = true;
+	if ((v = json_object_get(body, "desktop")) && !json_is_null(v)) {
+		bool *slot[] = {&r.clipboard, &r.resize, &r.record};
+
+		if (!json_is_object(v)) {
+			bad_field(resp, "desktop", "`desktop` must be an object like {\"clipboard\": "
+						   "true, \"resize\": false, \"record\": false}");
+			goto out;
+		}
+		if (!only_fields(v, dkeys, "desktop.", resp))
+			goto out;
+		for (size_t i = 0; dkeys[i]; i++) {
+			json_t *x = json_object_get(v, dkeys[i]);
+			char field[32];
+
+			if (!x || json_is_null(x))
+				continue;
+			if (!json_is_boolean(x)) {
+				snprintf(field, sizeof(field), "desktop.%s", dkeys[i]);
+				bad_field(resp, field, "`%s` must be true or false", field);
+				goto out;
+			}
+			*slot[i] = json_is_true(x);
+		}
 	}
 	pt_policy_for(&p->cfg.policy, r.template, &r.idle_timeout_s, &r.offload_after_s);
 	if (!int_field(body, "idle_timeout", "idle_timeout", 0, IDLE_MAX_S, &r.idle_timeout_s,
@@ -567,7 +594,7 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
-	char id[64], action[32] = "";
+	char id[64], action[96] = "";
 	const char *rest = req->path + strlen("/sbv1/sandboxes/");
 	const char *slash = strchr(rest, '/');
 	size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -595,10 +622,19 @@ static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 		}
 		return;
 	}
+	if (strcmp(action, "trace") == 0 || strcmp(action, "recordings") == 0 ||
+	    strncmp(action, "recordings/", 11) == 0) {
+		if (load_visible(p, &who, id, &sb, resp)) {
+			pt_rec_handle(p, &sb, action, req, resp);
+			pt_sb_clear(&sb);
+		}
+		return;
+	}
 	if (!action[0] || strcmp(action, "events") == 0 || strcmp(action, "thumbnail") == 0 ? !get
 											    : !post) {
 		static const char *const acts[] = {"", "events", "thumbnail", "release", "keepalive",
-						   "hibernate", "wake", "fork", "shares", NULL};
+						   "hibernate", "wake", "fork", "shares", "recordings",
+						   "trace", NULL};
 		bool known = false;
 
 		for (const char *const *a = acts; *a; a++)

@@ -8,6 +8,7 @@
  * claim) runs the queue at once.  The row is written before the node is
  * called, so after a crash the portal always knows what it may have asked
  * for; pt_reconcile.c settles it with what the node reports. */
+#include "portal/pt_rec.h"
 #include "portal/pt_core.h"
 
 #include "common/http_client.h"
@@ -454,6 +455,10 @@ static void place(struct pt_portal *p, struct pt_acq *a, const struct placement 
 				    a->template, "memory_mb", (json_int_t)a->memory_mb, "cpus",
 				    (json_int_t)a->cpus, "pids", (json_int_t)a->pids, "egress",
 				    egress);
+		if (j->body)
+			json_object_set_new(j->body, "desktop",
+					    json_pack("{s:b, s:b}", "clipboard", a->clipboard,
+						      "resize", a->resize));
 		snprintf(why, sizeof(why), "creating it on %s", pl->node->name);
 		if (pt_core_move_id(p, a->id, PT_PLACING, PT_STARTING, why, NULL) == -1) {
 			pt_job_free(j);
@@ -611,7 +616,11 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	struct placement pl;
 	struct pt_sb sb;
 	bool placed;
+	char desk[64];
 
+	snprintf(desk, sizeof(desk), "{\"clipboard\":%s,\"resize\":%s,\"record\":%s}",
+		 r->clipboard ? "true" : "false", r->resize ? "true" : "false",
+		 r->record ? "true" : "false");
 	if (p->stopping) {
 		resp_error(resp, 503, "the portal is stopping");
 		return;
@@ -649,7 +658,11 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	pt_core_new_id(a->id, sizeof(a->id));
 	snprintf(a->owner, sizeof(a->owner), "%s", who->key_id);
 	snprintf(a->template, sizeof(a->template), "%s", r->template);
-	a->default_res = r->default_res;
+	/* Warm members booted with the default desktop switches. */
+	a->default_res = r->default_res && r->clipboard && !r->resize;
+	a->clipboard = r->clipboard;
+	a->resize = r->resize;
+	a->record = r->record;
 	a->memory_mb = r->memory_mb;
 	a->cpus = r->cpus;
 	a->pids = r->pids;
@@ -680,6 +693,7 @@ void pt_core_acquire(struct pt_portal *p, const struct pt_caller *who,
 	sb.cpus = r->cpus;
 	sb.pids = r->pids;
 	sb.egress = r->egress;
+	sb.desktop = desk;
 	sb.labels = r->labels;
 	sb.metadata = r->metadata;
 	sb.idle_timeout_s = r->idle_timeout_s;
@@ -835,6 +849,21 @@ static void destroy_done(struct pt_portal *p, struct pt_job *j)
 		 j->sid, "tries", d->tries, "error", j->e.msg);
 }
 
+/* An acquire with desktop.record: its recording starts as it is ready. */
+static void record_if_asked(struct pt_portal *p, struct pt_acq *a)
+{
+	struct pt_sb sb = {0};
+	struct err e = ERR_INIT;
+
+	if (!a->record)
+		return;
+	if (pt_store_sb_get(p->st, a->id, &sb, &e) == 0)
+		pt_rec_start_quiet(p, &sb);
+	else
+		log_warn("recording not started", "{s:s, s:s}", "sandbox", a->id, "error", e.msg);
+	pt_sb_clear(&sb);
+}
+
 static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 {
 	char why[400];
@@ -843,6 +872,7 @@ static void claim_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 		snprintf(why, sizeof(why), "claimed pool member %s on %s", j->sid, j->node);
 		if (pt_core_move_id(p, a->id, PT_PLACING, PT_READY, why, NULL) == 0) {
 			p->metrics.acquires_warm++;
+			record_if_asked(p, a);
 			acq_finish_row(p, a, 201);
 		} else {
 			/* The row moved meanwhile (lost with its node): the member is
@@ -887,9 +917,10 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 	}
 	if (j->status == 201) {
 		snprintf(why, sizeof(why), "ready on %s", j->node);
-		if (pt_core_move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0)
+		if (pt_core_move_id(p, a->id, PT_STARTING, PT_READY, why, NULL) == 0) {
+			record_if_asked(p, a);
 			acq_finish_row(p, a, 201);
-		else
+		} else
 			acq_gone(p, a);
 		return;
 	}

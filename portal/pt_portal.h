@@ -72,6 +72,7 @@ struct pt_acq {
 	bool default_res;
 	long long memory_mb, cpus, pids;
 	char *egress;          /* JSON text */
+	bool clipboard, resize, record; /* the desktop switches (docs/recording.md) */
 	enum pt_state state;   /* as stored */
 	bool job;              /* a node call for it runs */
 	uint64_t t0;           /* monotonic ms when it arrived */
@@ -142,6 +143,7 @@ struct pt_acquire_req {
 	long long memory_mb, cpus, pids;
 	bool default_res;
 	char *egress;   /* JSON text; owned by the caller */
+	bool clipboard, resize, record; /* `desktop`: on, off, off by default */
 	char *labels;
 	char *metadata;
 	char idem_key[136];

@@ -60,6 +60,7 @@ static void collect(const struct pt_sb *sb, void *ud)
 	c->labels = strdup(sb->labels ? sb->labels : "{}");
 	c->metadata = strdup(sb->metadata ? sb->metadata : "{}");
 	c->checkpoint = sb->checkpoint ? strdup(sb->checkpoint) : NULL;
+	c->desktop = sb->desktop ? strdup(sb->desktop) : NULL;
 }
 
 static void rowlist_free(struct rowlist *l)

@@ -55,6 +55,8 @@ static const char *const migrations[] = {
 	" label TEXT NOT NULL, created_by TEXT NOT NULL, created_at BIGINT NOT NULL,"
 	" expires_at BIGINT NOT NULL, revoked_at BIGINT);"
 	"CREATE INDEX shares_sandbox ON shares (sandbox, created_at);",
+	/* 4 -> 5: the desktop switches of an acquire (NULL: the defaults) */
+	"ALTER TABLE sandboxes ADD COLUMN desktop TEXT;",
 };
 
 long long pt_now_ms(void)
@@ -270,6 +272,7 @@ void pt_sb_clear(struct pt_sb *sb)
 	free(sb->labels);
 	free(sb->metadata);
 	free(sb->checkpoint);
+	free(sb->desktop);
 	memset(sb, 0, sizeof(*sb));
 }
 
@@ -277,7 +280,7 @@ void pt_sb_clear(struct pt_sb *sb)
 	"id, owner, state, template, node, node_sid, ttl, persist, memory_mb, cpus, pids,"  \
 	" egress, labels, metadata, idem_key, reason, created_at, updated_at, ready_at,"   \
 	" expires_at, last_activity_at, idle_timeout, offload_after, hibernated_at,"         \
-	" offloaded_at, l2_prefix, l2_generation, checkpoint, forked_from"
+	" offloaded_at, l2_prefix, l2_generation, checkpoint, forked_from, desktop"
 
 static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 {
@@ -317,6 +320,8 @@ static void sb_read(sqlite3_stmt *s, struct pt_sb *sb)
 	if (sqlite3_column_type(s, 27) != SQLITE_NULL)
 		sb->checkpoint = col_dup(s, 27, "{}");
 	col_copy(s, 28, sb->forked_from, sizeof(sb->forked_from));
+	if (sqlite3_column_type(s, 29) != SQLITE_NULL)
+		sb->desktop = col_dup(s, 29, "{}");
 }
 
 static int add_event(struct pt_store *st, const char *id, long long at, const char *from,
@@ -392,7 +397,7 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
 		AUTOSTMT sqlite3_stmt *s = prep(
 			st->wr,
 			"INSERT INTO sandboxes (" SB_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+			" ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			e);
 		if (s) {
 			bind_text(s, 1, sb->id);
@@ -423,6 +428,7 @@ int pt_store_sb_insert(struct pt_store *st, const struct pt_sb *sb, const char *
 			bind_ms(s, 26, sb->l2_generation);
 			bind_text(s, 27, sb->checkpoint);
 			bind_text(s, 28, sb->forked_from);
+			bind_text(s, 29, sb->desktop);
 			rc = sqlite3_step(s) == SQLITE_DONE ? 0 : db_err(e, st->wr, "insert sandbox");
 		}
 	}

@@ -48,6 +48,7 @@ struct pt_sb {
 	long long l2_generation;
 	char *checkpoint;      /* JSON object text of the last checkpoint, or NULL */
 	char forked_from[32];  /* the parent of a fork; "" for an acquire */
+	char *desktop;         /* JSON object text {clipboard, resize, record}, or NULL: defaults */
 };
 
 void pt_sb_clear(struct pt_sb *sb);

@@ -152,11 +152,14 @@ json_t *pt_view_sb(const struct pt_portal *p, const struct pt_sb *sb, bool with_
 	json_object_set_new(v, "checkpoint", parse_or(sb->checkpoint, json_null()));
 	json_object_set_new(v, "forked_from",
 			    sb->forked_from[0] ? json_string(sb->forked_from) : json_null());
+	json_object_set_new(v, "desktop",
+			    parse_or(sb->desktop, json_pack("{s:b, s:b, s:b}", "clipboard", 1,
+							     "resize", 0, "record", 0)));
 	if (sb->state == PT_READY) {
 		json_t *d = pt_thumb_desktop(p, sb->id);
 
 		if (d)
-			json_object_set_new(v, "desktop", d);
+			json_object_set_new(v, "desktop_state", d);
 	}
 	return v;
 }

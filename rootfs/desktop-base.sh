@@ -145,6 +145,11 @@ add_agent_user() {
 	cp -a "$root/etc/skel/." "$root/home/agent/"
 	chown -R "$agent_uid:$agent_uid" "$root/home/agent"
 	chmod 0750 "$root/home/agent"
+	# The MCP servers' action trace (docs/recording.md): on the rootfs so it
+	# follows the sandbox, written by the agent's servers, read by the node.
+	mkdir -p "$root/var/lib/cloche/trace"
+	chown "$agent_uid:$agent_uid" "$root/var/lib/cloche/trace"
+	chmod 0755 "$root/var/lib/cloche/trace"
 }
 
 # After mmdebstrap (which blanks /etc/machine-id and copies the host's

@@ -27,6 +27,8 @@ PKGS=(
 	# checkpoints: zstd to compress images; awscli, a real S3 client, checks what
 	# the S3 client stores in s3rver (tests/e2e, npm)
 	zstd awscli
+	# ffprobe reads the recordings tests/integration/test-record.sh downloads
+	ffmpeg
 	# deploy: systemd-analyze checks the units; systemd-nspawn boots a systemd
 	# to start them (tests/integration/test-deploy-systemd.sh)
 	systemd systemd-container

@@ -20,6 +20,7 @@
 #include "mcp/lib/result.h"
 #include "mcp/lib/schema.h"
 #include "mcp/lib/session.h"
+#include "mcp/lib/trace.h"
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MCP_LATEST "2025-11-25"
@@ -265,6 +267,14 @@ static void on_done(void *ud)
 	atomic_fetch_sub(&s->workers, 1);
 }
 
+static uint64_t trace_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void *worker(void *arg)
 {
 	struct mcp_call *c = arg;
@@ -274,13 +284,22 @@ static void *worker(void *arg)
 	int rc;
 
 	if (mcp_result_init(&res) == 0) {
+		uint64_t wall0 = trace_clock_ms();
+
 		rc = c->tool->t.fn(c, c->args, &res, &e);
 		if (rc) {
 			out = mcp_rpc_error(c->id, MCP_INVALID_PARAMS, e.msg);
 			c->status = "invalid_params";
+			mcp_trace_append(c->srv->o.name, c->tool->t.name, c->args, c->status, NULL,
+					 wall0, util_now_ms() - c->t0);
 		} else {
+			json_t *r;
+
 			c->status = res.is_error ? "tool_error" : "ok";
-			out = mcp_rpc_result(c->id, mcp_result_take_json(&res));
+			r = mcp_result_take_json(&res);
+			mcp_trace_append(c->srv->o.name, c->tool->t.name, c->args, c->status, r, wall0,
+					 util_now_ms() - c->t0);
+			out = mcp_rpc_result(c->id, r);
 		}
 		mcp_result_release(&res);
 	}

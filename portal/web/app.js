@@ -214,6 +214,62 @@ async function fillShares(id) {
   }
 }
 
+// Recordings of the screen and the action trace (docs/recording.md).  The
+// files need the key, so a download is fetched here and handed to the
+// browser as a blob.
+async function download(path, name) {
+  const res = await fetch(path, { headers: { authorization: `Bearer ${state.key}` } });
+  if (!res.ok) {
+    let m = res.statusText;
+    try { const j = await res.json(); m = (j.error && j.error.message) || m; } catch { /* not JSON */ }
+    throw new Error(`${res.status}: ${m}`);
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+async function fillRecordings(s) {
+  const id = s.id, ul = $('#d-recordings'), box = $('#d-rec-actions');
+  const err = (what) => (e) => { $('#d-error').textContent = `${what}: ${e.message}`; };
+  let list = [];
+  box.textContent = '';
+  ul.textContent = '';
+  if (s.state !== 'ready') { ul.textContent = 'reached while the sandbox runs'; return; }
+  try { list = (await api('GET', `/sbv1/sandboxes/${id}/recordings`)).recordings || []; } catch (e) {
+    ul.textContent = `recordings: ${e.message}`;
+    return;
+  }
+  const running = list.find((r) => r.state === 'recording');
+  box.appendChild(running
+    ? button('Stop recording', async () => {
+      await api('POST', `/sbv1/sandboxes/${id}/recordings/${running.id}/stop`).catch(err('stop'));
+      fillRecordings(s);
+    }, 'danger')
+    : button('Record screen', async () => {
+      await api('POST', `/sbv1/sandboxes/${id}/recordings`).catch(err('record'));
+      fillRecordings(s);
+    }, 'primary'));
+  box.appendChild(button('Action trace', () =>
+    download(`/sbv1/sandboxes/${id}/trace`, `${id}-trace.jsonl`).catch(err('trace'))));
+  if (!list.length) { ul.textContent = 'none'; return; }
+  for (const r of list.slice().reverse()) {
+    const li = document.createElement('li');
+    const secs = r.duration_ms ? `${(r.duration_ms / 1000).toFixed(0)} s` : '';
+    const size = !r.bytes ? '' : r.bytes < 1e6 ? `${Math.ceil(r.bytes / 1e3)} kB` : `${(r.bytes / 1e6).toFixed(1)} MB`;
+    li.append(`${r.started} ${r.state} ${secs} ${size} `.replace(/ +/g, ' '));
+    if (r.state === 'done')
+      li.append(button('Download', () =>
+        download(`/sbv1/sandboxes/${id}/recordings/${r.id}`, `${id}-${r.id}.mp4`).catch(err('download'))));
+    ul.appendChild(li);
+  }
+}
+
 // noVNC needs the sandbox's token, which only the single view carries.
 async function openDesktop(id, errBox) {
   const w = window.open('', '_blank');
@@ -251,7 +307,7 @@ function render(s) {
   // What the desktop said with its latest thumbnail: a person driving it,
   // or the agent asking for one (request_human_help).
   const desk = el.querySelector('.desk');
-  const d = s.desktop;
+  const d = s.desktop_state;
   const asks = d && d.help ? d.help.map((h) => h.reason) : [];
   desk.hidden = !(asks.length || (d && d.control === 'person'));
   desk.classList.toggle('help', asks.length > 0);
@@ -342,6 +398,10 @@ async function fillDetail(s, events) {
     for (const b of actionsFor(s, $('#d-error'))) box.appendChild(b);
   }
   if (events) fillShares(s.id);
+  if (events || $('#d-recordings').dataset.state !== s.state) {
+    $('#d-recordings').dataset.state = s.state;
+    fillRecordings(s);
+  }
   try {
     const ev = (await api('GET', `/sbv1/sandboxes/${s.id}/events`)).events || [];
     const ol = $('#d-events');

@@ -105,8 +105,8 @@ try {
     tap.check(await until(20, async () => (await card.locator('.desk').textContent()) === `The agent asks for help: ${reason}`),
       "a card shows the agent's request for a person, with its reason");
     const v = await view(A);
-    tap.check(v.desktop && v.desktop.control === 'agent' && v.desktop.help.length === 1 && v.desktop.help[0].reason === reason,
-      "... and so does the API's view of the sandbox (desktop.help)", JSON.stringify(v.desktop));
+    tap.check(v.desktop_state && v.desktop_state.control === 'agent' && v.desktop_state.help.length === 1 && v.desktop_state.help[0].reason === reason,
+      "... and so does the API's view of the sandbox (desktop_state.help)", JSON.stringify(v.desktop_state));
     await page.screenshot({ path: `${args.shots}/dashboard-laptop.png` });
     stop.abort(); // the agent gives up: the request goes after a while
     await pending;
@@ -146,6 +146,28 @@ try {
     /view, until/.test(await page.textContent('#d-shares'))), '... the detail lists it');
   await page.locator('#d-shares button', { hasText: 'Revoke' }).click();
   tap.check(await until(10, async () => (await page.textContent('#d-shares')).trim() === 'none'), '... and Revoke ends it');
+  // Recording: start, stop, listed, downloaded as an MP4; the trace downloads.
+  await page.locator('#d-rec-actions button', { hasText: 'Record screen' }).click();
+  tap.check(await until(20, async () => /recording/.test(await page.textContent('#d-recordings')) &&
+    (await page.locator('#d-rec-actions button', { hasText: 'Stop recording' }).count()) === 1),
+  'Record screen starts a recording and the detail lists it');
+  await new Promise((r) => setTimeout(r, 3000));
+  await page.locator('#d-rec-actions button', { hasText: 'Stop recording' }).click();
+  tap.check(await until(20, async () => (await page.locator('#d-recordings button', { hasText: 'Download' }).count()) === 1),
+    '... Stop recording ends it, with a Download button');
+  await page.screenshot({ path: `${args.shots}/dashboard-recordings.png` });
+  {
+    const got = page.waitForEvent('download', { timeout: 30000 });
+    await page.locator('#d-recordings button', { hasText: 'Download' }).click();
+    const d = await got.catch(() => null);
+    const file = d ? await d.path().catch(() => null) : null;
+    const head = file ? (await import('node:fs')).readFileSync(file).subarray(4, 8).toString('latin1') : '';
+    tap.check(/\.mp4$/.test(d ? d.suggestedFilename() : '') && head === 'ftyp', `... and Download saves the MP4 (${d ? d.suggestedFilename() : 'no download'})`);
+    const tg = page.waitForEvent('download', { timeout: 30000 });
+    await page.locator('#d-rec-actions button', { hasText: 'Action trace' }).click();
+    const t = await tg.catch(() => null);
+    tap.check(/trace\.jsonl$/.test(t ? t.suggestedFilename() : ''), '... and Action trace saves the trace');
+  }
   await page.click('#detail .close button');
 
   await card.locator('button', { hasText: 'Hibernate' }).click();

@@ -73,6 +73,18 @@ await call('GET', '/sbv1/sandboxes/{id}/events', `/sbv1/sandboxes/${id}/events`)
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail?width=5`);
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', `/sbv1/sandboxes/${id}/thumbnail`);
 await call('GET', '/sbv1/sandboxes/{id}/thumbnail', '/sbv1/sandboxes/sb-0000000000000000/thumbnail');
+// recordings: a mini sandbox has no recorder (its node answers 502) and
+// nothing recorded; the real thing is tests/integration/test-record.sh.
+await call('GET', '/sbv1/sandboxes/{id}/recordings', `/sbv1/sandboxes/${id}/recordings`);
+await call('GET', '/sbv1/sandboxes/{id}/recordings', '/sbv1/sandboxes/sb-0000000000000000/recordings');
+await call('POST', '/sbv1/sandboxes/{id}/recordings', `/sbv1/sandboxes/${id}/recordings`);
+await call('POST', '/sbv1/sandboxes/{id}/recordings', '/sbv1/sandboxes/sb-0000000000000000/recordings');
+await call('GET', '/sbv1/sandboxes/{id}/recordings/{rec}', `/sbv1/sandboxes/${id}/recordings/rec-none`);
+await call('GET', '/sbv1/sandboxes/{id}/recordings/{rec}', `/sbv1/sandboxes/${id}/recordings/nope`);
+await call('POST', '/sbv1/sandboxes/{id}/recordings/{rec}/stop', `/sbv1/sandboxes/${id}/recordings/rec-none/stop`);
+await call('POST', '/sbv1/sandboxes/{id}/recordings/{rec}/stop', '/sbv1/sandboxes/sb-0000000000000000/recordings/rec-none/stop');
+await call('GET', '/sbv1/sandboxes/{id}/trace', `/sbv1/sandboxes/${id}/trace`);
+await call('GET', '/sbv1/sandboxes/{id}/trace', '/sbv1/sandboxes/sb-0000000000000000/trace');
 // share links: made, listed, shown, refused, revoked
 const share = await call('POST', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`, { body: { ttl: 60, label: 'openapi' } });
 await call('POST', '/sbv1/sandboxes/{id}/shares', `/sbv1/sandboxes/${id}/shares`, { body: { mode: 'edit' } });

@@ -13,7 +13,8 @@ UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/app
 	$(BUILD)/obj/appliance/init/config.o $(BUILD)/obj/appliance/init/memguard.o \
 	$(BUILD)/obj/appliance/init/netcheck.o $(BUILD)/obj/appliance/vnc/marker.o \
 	$(BUILD)/obj/appliance/vnc/lease.o \
-	$(BUILD)/obj/appliance/vnc/size.o
+	$(BUILD)/obj/appliance/vnc/size.o \
+	$(BUILD)/obj/appliance/rec/recorder.o
 $(BUILD)/obj/tests/unit/appliance/test_compat.o: CFLAGS += -DCOMPAT_SO='"$(BUILD)/lib/libcloche-compat.so"'
 $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB) | $(BUILD)/lib/libcloche-compat.so
 	@mkdir -p $(@D)

@@ -21,5 +21,6 @@ Suite *suite_netcheck(void);
 Suite *suite_marker(void);
 Suite *suite_lease(void);
 Suite *suite_size(void);
+Suite *suite_recorder(void);
 
 #endif

@@ -14,6 +14,7 @@ int main(void)
 	srunner_add_suite(sr, suite_marker());
 	srunner_add_suite(sr, suite_lease());
 	srunner_add_suite(sr, suite_size());
+	srunner_add_suite(sr, suite_recorder());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -14,6 +14,7 @@ int main(void)
 	srunner_add_suite(sr, suite_mcp_schema());
 	srunner_add_suite(sr, suite_mcp_cap());
 	srunner_add_suite(sr, suite_mcp_server());
+	srunner_add_suite(sr, suite_mcp_trace());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

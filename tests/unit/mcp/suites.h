@@ -10,5 +10,6 @@ Suite *suite_mcp_hostcheck(void);
 Suite *suite_mcp_schema(void);
 Suite *suite_mcp_cap(void);
 Suite *suite_mcp_server(void);
+Suite *suite_mcp_trace(void);
 
 #endif

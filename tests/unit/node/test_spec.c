@@ -71,7 +71,7 @@ START_TEST(limits_reach_the_spec)
 	json_t *spec, *res;
 
 	ck_assert_msg(na_spec_write(dir, "sb-1", "/pool/sandboxes/sb-1/rootfs", &lim,
-				    "s3cret-Token_1", "cloche.example.com", &e) == 0,
+				    "s3cret-Token_1", "cloche.example.com", NULL, &e) == 0,
 		      "%s", e.msg);
 	spec = load_spec();
 	{
@@ -116,7 +116,7 @@ START_TEST(netns_and_mounts)
 	size_t i;
 	bool netns = false, tmp = false, host_bind = false;
 
-	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, NULL, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_msg(na_spec_write(dir, "sb-2", "/r", &lim, NULL, NULL, NULL, &e) == 0, "%s", e.msg);
 	spec = load_spec();
 	json_array_foreach(json_object_get(json_object_get(spec, "linux"), "namespaces"), i, ns)
 		if (strcmp(json_string_value(json_object_get(ns, "type")), "network") == 0)
@@ -164,6 +164,78 @@ START_TEST(json_save_is_atomic)
 }
 END_TEST
 
+/* The desktop switches: parsed strictly from an acquire, read back with
+ * the recorder's secret from meta.json, and in the guest's environment. */
+START_TEST(desktop_switches)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		bool clipboard, resize;
+		const char *msg; /* part of the error */
+	} cases[] = {
+		{"null", 0, true, false, NULL},
+		{"{}", 0, true, false, NULL},
+		{"{\"clipboard\":false}", 0, false, false, NULL},
+		{"{\"resize\":true,\"clipboard\":true}", 0, true, true, NULL},
+		{"{\"clipboard\":\"off\"}", -1, true, false, "desktop.clipboard"},
+		{"{\"zoom\":true}", -1, true, false, "desktop.zoom"},
+		{"{\"rec_secret\":\"x\"}", -1, true, false, "desktop.rec_secret"},
+		{"[]", -1, true, false, "must be an object"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct err e = ERR_INIT;
+		struct na_desk d = {.clipboard = false, .resize = true, .rec_secret = "kept"};
+		json_t *v = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+		int rc = na_desk_parse(v, false, &d, &e);
+
+		ck_assert_msg(rc == cases[i].rc, "%s: rc %d", cases[i].json, rc);
+		if (rc == 0) {
+			ck_assert(d.clipboard == cases[i].clipboard && d.resize == cases[i].resize);
+			ck_assert_str_eq(d.rec_secret, "kept");
+		} else {
+			ck_assert_int_eq(e.http_status, 400);
+			ck_assert_msg(strstr(e.msg, cases[i].msg), "%s: %s", cases[i].json, e.msg);
+		}
+		json_decref(v);
+	}
+	{
+		/* Stored (meta.json): the secret round-trips; the API view has none. */
+		struct na_desk d = {.clipboard = false, .resize = true, .rec_secret = "s3cret"}, back;
+		struct err e = ERR_INIT;
+		json_t *stored = na_desk_json(&d, true), *shown = na_desk_json(&d, false);
+
+		ck_assert_int_eq(na_desk_parse(stored, true, &back, &e), 0);
+		ck_assert(!back.clipboard && back.resize);
+		ck_assert_str_eq(back.rec_secret, "s3cret");
+		ck_assert_ptr_null(json_object_get(shown, "rec_secret"));
+		json_decref(stored);
+		json_decref(shown);
+	}
+	{
+		struct na_limits lim = {1024, 1, 512};
+		struct na_desk d = {.clipboard = false, .resize = true, .rec_secret = "r-Secret_1"};
+		struct err e = ERR_INIT;
+		json_t *spec, *env;
+		size_t i;
+		int found = 0;
+
+		ck_assert_msg(na_spec_write(dir, "sb-3", "/r", &lim, NULL, NULL, &d, &e) == 0, "%s",
+			      e.msg);
+		spec = load_spec();
+		env = json_object_get(json_object_get(spec, "process"), "env");
+		for (i = 0; i < json_array_size(env); i++) {
+			const char *kv = json_string_value(json_array_get(env, i));
+			found += strcmp(kv, "CLOCHE_CLIPBOARD=off") == 0;
+			found += strcmp(kv, "CLOCHE_VNC_RESIZE=on") == 0;
+			found += strcmp(kv, "CLOCHE_REC_SECRET=r-Secret_1") == 0;
+		}
+		ck_assert_int_eq(found, 3);
+		json_decref(spec);
+	}
+}
+END_TEST
+
 Suite *suite_node_spec(void)
 {
 	Suite *s = suite_create("node_spec");
@@ -173,6 +245,7 @@ Suite *suite_node_spec(void)
 	tcase_add_test(tc, limits_reach_the_spec);
 	tcase_add_test(tc, netns_and_mounts);
 	tcase_add_test(tc, json_save_is_atomic);
+	tcase_add_test(tc, desktop_switches);
 	suite_add_tcase(s, tc);
 	return s;
 }

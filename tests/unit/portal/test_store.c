@@ -49,11 +49,11 @@ START_TEST(migrates_once_and_refuses_newer)
 	sqlite3 *db;
 
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 4);
+	ck_assert_int_eq(pt_store_version(st), 5);
 	pt_store_close(st);
 	st = pt_store_open(path, &e); /* again: nothing to do */
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(pt_store_version(st), 4);
+	ck_assert_int_eq(pt_store_version(st), 5);
 	pt_store_close(st);
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", 0, 0, 0), SQLITE_OK);
@@ -348,7 +348,7 @@ START_TEST(migrates_from_2)
 	sqlite3_close(db);
 	st = pt_store_open(path, &e);
 	ck_assert_msg(st != NULL, "%s", e.msg);
-	ck_assert_int_eq(pt_store_version(st), 4);
+	ck_assert_int_eq(pt_store_version(st), 5);
 	ck_assert_int_eq(pt_store_sb_get(st, "sb-old", &b, &e), 0);
 	ck_assert_int_eq(b.state, PT_READY);
 	ck_assert(b.persist);

@@ -1,0 +1,234 @@
+/* cloche-rec: records the sandbox's screen when the node asks.  A service of
+ * cloche-init running as root, so the agent can neither stop its ffmpeg nor
+ * touch the files; it answers only requests that carry the sandbox's
+ * recorder secret (CLOCHE_REC_SECRET, which init hands to this service
+ * alone and which the node keeps), so the agent cannot drive it either.
+ *
+ *   POST /start {"id": "rec-..."}        -> 201 {"recording": {...}}
+ *   POST /stop  {"id"?, "reason"?}       -> 200 {"recording": {...}}
+ *   GET  /status                         -> 200 {"recording": {...}|null}
+ *
+ * docs/recording.md has the whole design. */
+#include "recorder.h"
+
+#include "common/cfg.h"
+#include "common/http_server.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define SECRET_HEADER "X-Cloche-Rec-Secret"
+
+struct app {
+	struct hsrv *srv;
+	struct recorder *rec;
+	char secret[128];
+};
+
+static const struct cfg_opt rec_opts_tab[] = {
+	{"port", CFG_INT, "8070", "port of the control endpoint"},
+	{"listen", CFG_STR, NULL, "address of the control endpoint (default: all)"},
+	{"dir", CFG_STR, "/var/lib/cloche/rec", "where recordings are written"},
+	{"ffmpeg", CFG_STR, "/usr/bin/ffmpeg", "the encoder"},
+	{"display", CFG_STR, ":0", "the X display to record"},
+	{"width", CFG_INT, "1280", "the display's width"},
+	{"height", CFG_INT, "800", "the display's height"},
+	{"fps", CFG_INT, "10", "capture rate (frames equal to the last are dropped)"},
+	{"crf", CFG_INT, "30", "libx264 constant rate factor (lower: better, bigger)"},
+	{"start-timeout", CFG_DURATION, "15s", "how long ffmpeg may take to write its first frame"},
+	{"stop-timeout", CFG_DURATION, "10s", "how long ffmpeg may take to finish the file"},
+	{"rec-secret", CFG_STR, "", "the secret every request must carry (" SECRET_HEADER ")"},
+	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+/* Constant-time comparison of the request's secret with ours; an empty
+ * secret of ours refuses everything. */
+static bool allowed(struct app *a, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	char got[128];
+	int n = hsrv_req_header(req, SECRET_HEADER, got, sizeof(got));
+	size_t want = strlen(a->secret);
+	unsigned char diff = 0;
+
+	if (n > 0 && (size_t)n == want && want > 0) {
+		for (size_t i = 0; i < want; i++)
+			diff |= (unsigned char)(got[i] ^ a->secret[i]);
+		if (diff == 0)
+			return true;
+	}
+	hsrv_resp_error(resp, 403, "forbidden", "the recorder answers its node only");
+	return false;
+}
+
+static void resp_err(struct hsrv_resp *resp, const struct err *e)
+{
+	int st = e->http_status ? e->http_status : 500;
+
+	hsrv_resp_error(resp, st, st == 404 ? "not_found" : st == 409 ? "conflict"
+				  : st == 400  ? "bad_request"
+					       : "internal",
+			e->msg);
+}
+
+static void h_start(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct app *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	const char *id = NULL;
+
+	if (!allowed(a, req, resp))
+		return;
+	body = cj_parse(req->body, req->body_len, 4096, 4, &e);
+	if (!body || cj_req_str(body, "id", &id, &e) == -1) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	if (recorder_start(a->rec, id, &e) == -1) {
+		resp_err(resp, &e);
+		return;
+	}
+	hsrv_resp_json(resp, 201, recorder_status(a->rec));
+}
+
+static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct app *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	const char *id = NULL, *reason = "api";
+
+	if (!allowed(a, req, resp))
+		return;
+	body = req->body_len ? cj_parse(req->body, req->body_len, 4096, 4, &e) : json_object();
+	if (!body || cj_get_str(body, "id", NULL, &id, &e) == -1 ||
+	    cj_get_str(body, "reason", "api", &reason, &e) == -1) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	if (recorder_stop(a->rec, id, reason, &e) == -1) {
+		resp_err(resp, &e);
+		return;
+	}
+	hsrv_resp_json(resp, 200, recorder_status(a->rec));
+}
+
+static void h_status(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct app *a = ud;
+
+	if (!allowed(a, req, resp))
+		return;
+	hsrv_resp_json(resp, 200, recorder_status(a->rec));
+}
+
+static int on_signal(void *ud, int fd)
+{
+	struct app *a = ud;
+	struct signalfd_siginfo si;
+	struct err e = ERR_INIT;
+
+	if (fd < 0)
+		return -1;
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			recorder_reap(a->rec);
+			continue;
+		}
+		/* The sandbox is going down: leave a playable file behind. */
+		if (recorder_stop(a->rec, NULL, "shutdown", &e) == -1 && e.http_status != 404)
+			log_warn("recording not finished at shutdown", "{s:s}", "error", e.msg);
+		hsrv_stop(a->srv);
+	}
+	return 0;
+}
+
+extern char **environ;
+
+int main(int argc, char **argv)
+{
+	struct cfg *c = cfg_new(rec_opts_tab, ARRAY_LEN(rec_opts_tab), "CLOCHE");
+	struct app a = {0};
+	struct rec_opts o;
+	struct err e = ERR_INIT;
+	long long port;
+	int level, r, sfd;
+	sigset_t set;
+
+	log_init("cloche-rec", LOG_INFO, 2);
+	if (!c)
+		return 1;
+	r = cfg_load(c, argc, argv, &e);
+	if (r != 0) {
+		if (r < 0)
+			fprintf(stderr, "cloche-rec: %s\n", e.msg);
+		cfg_free(c);
+		return r < 0 ? 2 : 0;
+	}
+	level = log_level_parse(cfg_str(c, "log-level"));
+	port = cfg_int(c, "port");
+	o = (struct rec_opts){
+		.dir = cfg_str(c, "dir"),
+		.ffmpeg = cfg_str(c, "ffmpeg"),
+		.display = cfg_str(c, "display"),
+		.width = (int)cfg_int(c, "width"),
+		.height = (int)cfg_int(c, "height"),
+		.fps = (int)cfg_int(c, "fps"),
+		.crf = (int)cfg_int(c, "crf"),
+		.start_timeout_ms = cfg_duration_ms(c, "start-timeout"),
+		.stop_timeout_ms = cfg_duration_ms(c, "stop-timeout"),
+	};
+	if (level < 0 || port < 0 || port > 65535 || o.width < 16 || o.width > 8192 ||
+	    o.height < 16 || o.height > 8192 || o.fps < 1 || o.fps > 60 || o.crf < 0 || o.crf > 51 ||
+	    o.dir[0] != '/' || o.ffmpeg[0] != '/' || cfg_args(c, NULL)[0]) {
+		fprintf(stderr, "cloche-rec: bad --log-level, --port, --width, --height, --fps, "
+				"--crf, --dir, --ffmpeg or extra arguments\n");
+		cfg_free(c);
+		return 2;
+	}
+	snprintf(a.secret, sizeof(a.secret), "%s", cfg_str(c, "rec-secret"));
+	/* gVisor lets every user read /proc/PID/environ. */
+	for (char **v = environ; v && *v; v++)
+		if (strncmp(*v, "CLOCHE_REC_SECRET=", 18) == 0)
+			explicit_bzero(*v + 18, strlen(*v + 18));
+	log_init("cloche-rec", (enum log_level)level, 2);
+	if (!a.secret[0])
+		log_warn("no CLOCHE_REC_SECRET: every request will be refused", NULL);
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	a.srv = hsrv_new(&(struct hsrv_opts){.listen = cfg_str(c, "listen"), .port = (int)port,
+					     .max_body = 4096},
+			 &e);
+	if (sfd == -1 || !a.srv || !(a.rec = recorder_new(&o, &e)) ||
+	    hsrv_route(a.srv, "POST", "/start", h_start, &a, &e) ||
+	    hsrv_route(a.srv, "POST", "/stop", h_stop, &a, &e) ||
+	    hsrv_route(a.srv, "GET", "/status", h_status, &a, &e) ||
+	    hsrv_watch(a.srv, sfd, on_signal, &a, &e)) {
+		log_error("cannot start", "{s:s}", "error", sfd == -1 ? strerror(errno) : e.msg);
+		return 1;
+	}
+	log_info("cloche-rec up", "{s:i, s:s}", "port", hsrv_port(a.srv), "dir", o.dir);
+	if (hsrv_run(a.srv))
+		log_error("event loop failed", NULL);
+	hsrv_free(a.srv);
+	recorder_free(a.rec);
+	explicit_bzero(a.secret, sizeof(a.secret));
+	cfg_free(c);
+	return 0;
+}

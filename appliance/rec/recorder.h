@@ -1,0 +1,62 @@
+/* The screen recorder of cloche-rec: one ffmpeg child at a time, grabbing
+ * the X display into an H.264 MP4 in the recordings directory, with a
+ * sidecar JSON per recording (what the node lists) and a `current` file
+ * while one runs (what the MCP servers' trace reads for its screenshot
+ * reference).  Everything here runs on cloche-rec's one thread. */
+#ifndef CLOCHE_REC_RECORDER_H
+#define CLOCHE_REC_RECORDER_H
+
+#include "common/err.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rec_opts {
+	const char *dir;     /* recordings directory (root-owned, world-readable) */
+	const char *ffmpeg;  /* the encoder, e.g. /usr/bin/ffmpeg */
+	const char *display; /* ":0" */
+	int width, height;   /* the display's size */
+	int fps;             /* capture rate; idle frames are dropped (mpdecimate) */
+	int crf;             /* libx264 quality */
+	long long start_timeout_ms;
+	long long stop_timeout_ms;
+};
+
+/* The longest argv rec_ffmpeg_argv() builds (plus its NULL). */
+#define REC_ARGV_MAX 48
+
+/* Fills argv (REC_ARGV_MAX entries) with the ffmpeg command line that
+ * records o's display into out; the strings point into o, out and
+ * scratch (which must outlive argv).  Pure: unit-tested. */
+void rec_ffmpeg_argv(const struct rec_opts *o, const char *out, char scratch[4][64],
+		     const char *argv[REC_ARGV_MAX]);
+
+/* True for ids the node makes: "rec-" then 1 to 40 of [a-z0-9-]. */
+bool rec_valid_id(const char *id);
+
+struct recorder;
+
+/* A recorder over o (which must outlive it).  Marks recordings left in
+ * state "recording" by an earlier run as "interrupted".  NULL with e set. */
+struct recorder *recorder_new(const struct rec_opts *o, struct err *e);
+void recorder_free(struct recorder *r);
+
+/* Starts recording as id.  Returns once ffmpeg has written the file's
+ * head, or -1 with e set (409 when one runs, 400 for a bad id, 500 when
+ * ffmpeg failed: its process and file are gone then). */
+int recorder_start(struct recorder *r, const char *id, struct err *e);
+
+/* Stops the running recording (id NULL or its id) with reason ("api",
+ * "hibernate", "shutdown"): ffmpeg finishes the MP4 on SIGINT.  Returns 0,
+ * or -1 with e set (404 when none or another runs). */
+int recorder_stop(struct recorder *r, const char *id, const char *reason, struct err *e);
+
+/* Reaps ffmpeg if it died on its own (the recording is then "failed"). */
+void recorder_reap(struct recorder *r);
+
+/* {"recording": <sidecar of the running one> | null}: a new reference. */
+json_t *recorder_status(struct recorder *r);
+
+#endif

@@ -1,0 +1,282 @@
+/* Recordings and the action trace, portal side (pt_rec.h).  A request
+ * becomes one node call on a detached thread, counted in p->jobs like the
+ * portal's other node calls so shutdown waits for it, and answered on the
+ * loop thread through a deferred response. */
+#include "portal/pt_rec.h"
+#include "portal/pt_nodes.h"
+#include "portal/pt_store.h"
+
+#include "common/http_client.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REC_CALL_TIMEOUT_MS 40000
+#define REC_DOWNLOAD_TIMEOUT_MS 300000
+#define REC_DOWNLOAD_MAX (512u << 20)
+
+struct rec_call {
+	struct pt_portal *p;
+	struct hsrv_defer *d; /* NULL: nobody waits (an acquire's recording) */
+	char id[32];          /* the portal's sandbox */
+	char method[8];
+	char url[1400];
+	char event[64];       /* the event to note when it worked, or "" */
+	bool raw;             /* pass the body on as bytes (MP4, trace) */
+	long status;
+	struct buf body;
+	char ctype[64];
+	char msg[300];
+};
+
+static void call_gone(void *ud)
+{
+	(void)ud; /* answered (and dropped) when the call ends */
+}
+
+/* Loop thread: the node answered (or did not). */
+static void call_done(void *ud)
+{
+	struct rec_call *c = ud;
+	struct pt_portal *p = c->p;
+	struct hsrv_resp r = {0};
+
+	if (c->status >= 200 && c->status < 300 && c->event[0]) {
+		struct err e = ERR_INIT;
+		struct pt_sb sb = {0};
+		json_t *j = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0, NULL);
+		json_t *rec = json_object_get(j, "recording");
+		const char *rid = json_string_value(json_object_get(rec ? rec : j, "id"));
+		char reason[160];
+
+		snprintf(reason, sizeof(reason), "%s %s", c->event, rid ? rid : "");
+		if (pt_store_sb_get(p->st, c->id, &sb, &e) == 0)
+			pt_store_sb_note(p->st, c->id, sb.state, reason, &e);
+		pt_sb_clear(&sb);
+		log_info(c->event, "{s:s, s:s?}", "sandbox", c->id, "recording", rid);
+		json_decref(j); /* rid points into it */
+	} else if (c->event[0]) {
+		log_warn("recording call failed", "{s:s, s:s, s:i, s:s}", "sandbox", c->id, "event",
+			 c->event, "status", (int)c->status, "error", c->msg);
+	}
+	if (c->d) {
+		if (c->status < 0) {
+			hsrv_resp_error(&r, 502, "bad_gateway", c->msg);
+		} else {
+			r.status = (int)c->status;
+			snprintf(r.content_type, sizeof(r.content_type), "%s",
+				 c->ctype[0] ? c->ctype : "application/json");
+			r.body = c->body.data ? c->body.data : strdup("");
+			r.body_len = c->body.len;
+			c->body.data = NULL;
+			if (c->raw && c->status == 200)
+				hsrv_resp_header(&r, "Cache-Control", "no-store");
+		}
+		hsrv_defer_reply(c->d, &r);
+	}
+	buf_free(&c->body);
+	free(c);
+}
+
+static void *call_thread(void *arg)
+{
+	struct rec_call *c = arg;
+	struct pt_portal *p = c->p;
+	char authz[300];
+	const char *hdrs[] = {authz, "Content-Type: application/json", NULL};
+	struct http_req req = {.method = c->method, .url = c->url, .headers = hdrs,
+			       .timeout_ms = c->raw ? REC_DOWNLOAD_TIMEOUT_MS : REC_CALL_TIMEOUT_MS,
+			       .max_resp = c->raw ? REC_DOWNLOAD_MAX : (1u << 20)};
+	struct http_resp resp;
+	struct err e = ERR_INIT;
+
+	memset(&resp, 0, sizeof(resp));
+	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", p->cfg.node_cred);
+	if (strcmp(c->method, "POST") == 0) {
+		req.body = "{}";
+		req.body_len = 2;
+	}
+	c->status = -1;
+	if (http_request(&req, &resp, &e) == 0) {
+		const char *ct = http_resp_header(&resp, "Content-Type");
+
+		c->status = resp.status;
+		c->body = resp.body;
+		memset(&resp.body, 0, sizeof(resp.body));
+		snprintf(c->ctype, sizeof(c->ctype), "%s", ct ? ct : "application/json");
+		if (c->status < 200 || c->status > 299) {
+			json_t *j = json_loadb(c->body.data ? c->body.data : "", c->body.len, 0, NULL);
+			const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+
+			snprintf(c->msg, sizeof(c->msg), "%s", m ? m : "the node refused");
+			json_decref(j);
+		}
+	} else {
+		snprintf(c->msg, sizeof(c->msg), "the sandbox's node did not answer: %.200s", e.msg);
+	}
+	explicit_bzero(authz, sizeof(authz));
+	http_resp_free(&resp);
+	pthread_mutex_lock(&p->jobs_mu);
+	if (p->stopping || hsrv_post(p->srv, call_done, c) == -1) {
+		/* Shutting down: the deferred answer goes with the server. */
+		buf_free(&c->body);
+		free(c);
+	}
+	p->jobs--;
+	pthread_cond_broadcast(&p->jobs_cv);
+	pthread_mutex_unlock(&p->jobs_mu);
+	return NULL;
+}
+
+/* Starts c on a thread.  0, or -1 (c is still the caller's). */
+static int call_start(struct pt_portal *p, struct rec_call *c)
+{
+	pthread_t t;
+	pthread_attr_t at;
+	int rc;
+
+	c->p = p;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&p->jobs_mu);
+	p->jobs++;
+	pthread_mutex_unlock(&p->jobs_mu);
+	rc = pthread_create(&t, &at, call_thread, c);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		pthread_mutex_lock(&p->jobs_mu);
+		p->jobs--;
+		pthread_mutex_unlock(&p->jobs_mu);
+		return -1;
+	}
+	return 0;
+}
+
+/* A call for sb to its node's path (after /v1/sandboxes/{sid}); NULL with
+ * resp filled when the sandbox cannot be reached. */
+static struct rec_call *new_call(struct pt_portal *p, const struct pt_sb *sb, const char *method,
+				 const char *path, struct hsrv_resp *resp)
+{
+	struct pt_node *n;
+	struct rec_call *c;
+
+	if (sb->state != PT_READY) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "the sandbox is %s: recordings and the trace are reached while it runs "
+			 "(wake it first)",
+			 pt_state_name(sb->state));
+		if (resp)
+			hsrv_resp_error(resp, 409, "conflict", msg);
+		return NULL;
+	}
+	n = pt_nodes_find(p, sb->node);
+	if (!n || !n->up) {
+		if (resp)
+			hsrv_resp_error(resp, 503, "unavailable", "the sandbox's node is not answering");
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		if (resp)
+			hsrv_resp_error(resp, 500, "internal", "out of memory");
+		return NULL;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", sb->id);
+	snprintf(c->method, sizeof(c->method), "%s", method);
+	snprintf(c->url, sizeof(c->url), "%s/v1/sandboxes/%s%s", n->url, sb->node_sid, path);
+	return c;
+}
+
+static bool valid_rec(const char *rec, size_t n)
+{
+	if (n <= 4 || n > 44 || strncmp(rec, "rec-", 4) != 0)
+		return false;
+	for (size_t i = 4; i < n; i++)
+		if (!((rec[i] >= 'a' && rec[i] <= 'z') || (rec[i] >= '0' && rec[i] <= '9') ||
+		      rec[i] == '-'))
+			return false;
+	return true;
+}
+
+void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *action,
+		   const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
+	char path[128], event[64] = "";
+	const char *rec = NULL, *tail = "";
+	size_t rl = 0;
+	bool raw = false;
+	struct rec_call *c;
+
+	if (strcmp(action, "trace") == 0) {
+		if (!get) {
+			hsrv_resp_error(resp, 405, "method_not_allowed", "GET here");
+			return;
+		}
+		snprintf(path, sizeof(path), "/trace");
+		raw = true;
+	} else {
+		if (action[10] == '/') {
+			rec = action + 11;
+			rl = strcspn(rec, "/");
+			tail = rec + rl;
+			if (!valid_rec(rec, rl) || (*tail && strcmp(tail, "/stop") != 0)) {
+				hsrv_resp_error(resp, 404, "not_found", "no such recording");
+				return;
+			}
+		}
+		if (!rec && post) {
+			snprintf(path, sizeof(path), "/recordings");
+			snprintf(event, sizeof(event), "recording started");
+		} else if (!rec && get) {
+			snprintf(path, sizeof(path), "/recordings");
+		} else if (rec && *tail && post) {
+			snprintf(path, sizeof(path), "/recordings/%.*s/stop", (int)rl, rec);
+			snprintf(event, sizeof(event), "recording stopped");
+		} else if (rec && !*tail && get) {
+			snprintf(path, sizeof(path), "/recordings/%.*s", (int)rl, rec);
+			raw = true;
+		} else {
+			hsrv_resp_error(resp, 405, "method_not_allowed",
+					!rec ? "GET or POST here" : *tail ? "POST here" : "GET here");
+			return;
+		}
+	}
+	c = new_call(p, sb, get ? "GET" : "POST", path, resp);
+	if (!c)
+		return;
+	c->raw = raw;
+	snprintf(c->event, sizeof(c->event), "%s", event);
+	c->d = hsrv_defer(req, call_gone, c);
+	if (!c->d || call_start(p, c) == -1) {
+		if (c->d) {
+			struct hsrv_resp r = {0};
+
+			hsrv_resp_error(&r, 500, "internal", "cannot start the node call");
+			hsrv_defer_reply(c->d, &r);
+		} else {
+			hsrv_resp_error(resp, 500, "internal", "out of memory");
+		}
+		free(c);
+	}
+}
+
+void pt_rec_start_quiet(struct pt_portal *p, const struct pt_sb *sb)
+{
+	struct rec_call *c = new_call(p, sb, "POST", "/recordings", NULL);
+
+	if (!c) {
+		log_warn("recording not started", "{s:s, s:s}", "sandbox", sb->id, "error",
+			 "the sandbox or its node is not ready");
+		return;
+	}
+	snprintf(c->event, sizeof(c->event), "recording started");
+	if (call_start(p, c) == -1)
+		free(c);
+}
