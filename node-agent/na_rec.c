@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/recid.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -28,19 +29,6 @@
 #define REC_DIR "var/lib/cloche/rec"
 #define TRACE_FILE "var/lib/cloche/trace/trace.jsonl"
 #define REC_RECORD_MAX (64u << 10)
-
-bool na_rec_valid_id(const char *rec)
-{
-	size_t n = strlen(rec);
-
-	if (n <= 4 || n > 44 || strncmp(rec, "rec-", 4) != 0)
-		return false;
-	for (size_t i = 4; i < n; i++)
-		if (!((rec[i] >= 'a' && rec[i] <= 'z') || (rec[i] >= '0' && rec[i] <= '9') ||
-		      rec[i] == '-'))
-			return false;
-	return true;
-}
 
 /* The sandbox's state and recorder secret; 404 when there is no such. */
 static int sandbox_of(struct na_node *n, const char *id, char *state, size_t slen, char *secret,
@@ -185,7 +173,7 @@ static json_t *stop(struct na_node *n, const char *id, const char *rec, const ch
 	json_t *out;
 	uint64_t t0 = util_now_ms();
 
-	if (rec && !na_rec_valid_id(rec)) {
+	if (rec && !recid_valid(rec, strlen(rec))) {
 		err_http(e, 404, "no recording `%.60s`", rec);
 		return NULL;
 	}
@@ -271,7 +259,7 @@ json_t *na_node_rec_list(struct na_node *n, const char *id, struct err *e)
 		if (len < 10 || len > 60 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
-		if (!na_rec_valid_id(name))
+		if (!recid_valid(name, strlen(name)))
 			continue;
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		j = fd == -1 ? NULL : json_loadfd(fd, 0, &je);
@@ -325,7 +313,7 @@ int na_node_rec_read(struct na_node *n, const char *id, const char *rec, size_t 
 	struct buf b = BUF_INIT(max);
 	char path[200];
 
-	if (rec && !na_rec_valid_id(rec))
+	if (rec && !recid_valid(rec, strlen(rec)))
 		return err_http(e, 404, "no recording `%.60s`", rec);
 	root = rootfs_fd(n, id, e);
 	if (root == -1)

@@ -36,7 +36,4 @@ json_t *na_node_rec_list(struct na_node *n, const char *id, struct err *e);
 int na_node_rec_read(struct na_node *n, const char *id, const char *rec, size_t max, char **out,
 		     size_t *len, struct err *e);
 
-/* True for "rec-" then 1-40 of [a-z0-9-]. */
-bool na_rec_valid_id(const char *rec);
-
 #endif

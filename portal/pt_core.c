@@ -211,27 +211,34 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
-int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
+int pt_thread_start(struct pt_portal *p, void *(*fn)(void *), void *arg)
 {
 	pthread_t t;
 	pthread_attr_t at;
 	int rc;
 
-	j->p = p;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&p->jobs_mu);
 	p->jobs++;
 	pthread_mutex_unlock(&p->jobs_mu);
-	rc = pthread_create(&t, &at, job_thread, j);
+	rc = pthread_create(&t, &at, fn, arg);
 	pthread_attr_destroy(&at);
 	if (rc != 0) {
 		pthread_mutex_lock(&p->jobs_mu);
 		p->jobs--;
 		pthread_mutex_unlock(&p->jobs_mu);
-		return err_set(e, rc, "start a node call");
 	}
-	return 0;
+	return rc;
+}
+
+int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
+{
+	int rc;
+
+	j->p = p;
+	rc = pt_thread_start(p, job_thread, j);
+	return rc ? err_set(e, rc, "start a node call") : 0;
 }
 
 /* ------------------------------------------------------------- acquires */

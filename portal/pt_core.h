@@ -39,6 +39,11 @@ struct pt_job {
 /* Starts j (filled by the caller, body owned by j) on a thread: 0, or -1
  * with e (j is still the caller's then). */
 int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e);
+
+/* Runs fn(arg) on a detached thread counted in p->jobs (the thread takes
+ * one off and broadcasts jobs_cv when it ends, so that shutdown waits for
+ * it).  0, or the pthread_create error (nothing was started). */
+int pt_thread_start(struct pt_portal *p, void *(*fn)(void *), void *arg);
 void pt_job_free(struct pt_job *j);
 
 /* Loads row id and moves it from `from` to `to` (ready sets ready_at and a

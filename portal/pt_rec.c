@@ -3,11 +3,13 @@
  * portal's other node calls so shutdown waits for it, and answered on the
  * loop thread through a deferred response. */
 #include "portal/pt_rec.h"
+#include "portal/pt_core.h"
 #include "portal/pt_nodes.h"
 #include "portal/pt_store.h"
 
 #include "common/http_client.h"
 #include "common/log.h"
+#include "common/recid.h"
 #include "common/util.h"
 
 #include <pthread.h>
@@ -135,25 +137,8 @@ static void *call_thread(void *arg)
 /* Starts c on a thread.  0, or -1 (c is still the caller's). */
 static int call_start(struct pt_portal *p, struct rec_call *c)
 {
-	pthread_t t;
-	pthread_attr_t at;
-	int rc;
-
 	c->p = p;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_mutex_lock(&p->jobs_mu);
-	p->jobs++;
-	pthread_mutex_unlock(&p->jobs_mu);
-	rc = pthread_create(&t, &at, call_thread, c);
-	pthread_attr_destroy(&at);
-	if (rc != 0) {
-		pthread_mutex_lock(&p->jobs_mu);
-		p->jobs--;
-		pthread_mutex_unlock(&p->jobs_mu);
-		return -1;
-	}
-	return 0;
+	return pt_thread_start(p, call_thread, c) == 0 ? 0 : -1;
 }
 
 /* A call for sb to its node's path (after /v1/sandboxes/{sid}); NULL with
@@ -193,17 +178,6 @@ static struct rec_call *new_call(struct pt_portal *p, const struct pt_sb *sb, co
 	return c;
 }
 
-static bool valid_rec(const char *rec, size_t n)
-{
-	if (n <= 4 || n > 44 || strncmp(rec, "rec-", 4) != 0)
-		return false;
-	for (size_t i = 4; i < n; i++)
-		if (!((rec[i] >= 'a' && rec[i] <= 'z') || (rec[i] >= '0' && rec[i] <= '9') ||
-		      rec[i] == '-'))
-			return false;
-	return true;
-}
-
 void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *action,
 		   const struct hsrv_req *req, struct hsrv_resp *resp)
 {
@@ -226,7 +200,7 @@ void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *acti
 			rec = action + 11;
 			rl = strcspn(rec, "/");
 			tail = rec + rl;
-			if (!valid_rec(rec, rl) || (*tail && strcmp(tail, "/stop") != 0)) {
+			if (!recid_valid(rec, rl) || (*tail && strcmp(tail, "/stop") != 0)) {
 				hsrv_resp_error(resp, 404, "not_found", "no such recording");
 				return;
 			}

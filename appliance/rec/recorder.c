@@ -9,6 +9,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/recid.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -33,26 +34,6 @@ struct recorder {
 	uint64_t started_ms; /* wall clock, ms since the epoch */
 	uint64_t started_mono;
 };
-
-static uint64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-bool rec_valid_id(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n <= 4 || n > 44 || strncmp(id, "rec-", 4) != 0)
-		return false;
-	for (size_t i = 4; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-			return false;
-	return true;
-}
 
 void rec_ffmpeg_argv(const struct rec_opts *o, const char *out, char scratch[4][64],
 		     const char *argv[REC_ARGV_MAX])
@@ -267,7 +248,7 @@ int recorder_start(struct recorder *r, const char *id, struct err *e)
 	AUTOJSON json_t *j = NULL;
 	AUTOJSON json_t *c = NULL;
 
-	if (!rec_valid_id(id))
+	if (!recid_valid(id, strlen(id)))
 		return err_http(e, 400, "`%.60s` is not a recording id (rec-[a-z0-9-]+)", id);
 	recorder_reap(r);
 	if (r->pid)
@@ -278,7 +259,7 @@ int recorder_start(struct recorder *r, const char *id, struct err *e)
 		return err_http(e, 409, "recording `%s` exists", id);
 	snprintf(r->id, sizeof(r->id), "%s", id);
 	util_rfc3339(r->started, sizeof(r->started));
-	r->started_ms = wall_ms();
+	r->started_ms = (uint64_t)util_wall_ms();
 	r->started_mono = util_now_ms();
 	r->pid = spawn_ffmpeg(r->o, mp4, e);
 	if (r->pid == -1) {

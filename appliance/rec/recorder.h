@@ -33,9 +33,6 @@ struct rec_opts {
 void rec_ffmpeg_argv(const struct rec_opts *o, const char *out, char scratch[4][64],
 		     const char *argv[REC_ARGV_MAX]);
 
-/* True for ids the node makes: "rec-" then 1 to 40 of [a-z0-9-]. */
-bool rec_valid_id(const char *id);
-
 struct recorder;
 
 /* A recorder over o (which must outlive it).  Marks recordings left in

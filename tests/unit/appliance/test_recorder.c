@@ -2,6 +2,7 @@
  * start whose encoder fails leaves neither a process nor a file (with
  * /bin/false and a missing program standing in for ffmpeg). */
 #include "appliance/rec/recorder.h"
+#include "common/recid.h"
 #include "tests/unit/unit.h"
 
 #include <dirent.h>
@@ -51,7 +52,7 @@ START_TEST(recording_ids)
 		{"rec-01234567890123456789012345678901234567890", false},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		ck_assert_msg(rec_valid_id(cases[i].id) == cases[i].ok, "%s", cases[i].id);
+		ck_assert_msg(recid_valid(cases[i].id, strlen(cases[i].id)) == cases[i].ok, "%s", cases[i].id);
 }
 END_TEST
 
