@@ -102,7 +102,7 @@ static void conn_close(struct vnc_agent *a, int i, uint64_t now)
 
 /* Handles the request line of a new connection.  Returns false when the
  * connection is done (answered and to be closed). */
-static bool handle(struct vnc_agent *a, struct conn *c, uint64_t now)
+static bool handle(struct vnc_agent *a, struct conn *c)
 {
 	json_error_t je;
 	json_t *req = json_loads(c->in, 0, &je);
@@ -131,7 +131,7 @@ static bool handle(struct vnc_agent *a, struct conn *c, uint64_t now)
 	} else if (op && strcmp(op, "help") == 0) {
 		const char *reason = json_string_value(json_object_get(req, "reason"));
 		unsigned id = reason && reason[0]
-				      ? vnc_lease_help_add(a->lease, reason, now, util_wall_ms())
+				      ? vnc_lease_help_add(a->lease, reason, util_wall_ms())
 				      : 0;
 
 		if (id) {
@@ -154,7 +154,7 @@ static bool handle(struct vnc_agent *a, struct conn *c, uint64_t now)
 }
 
 /* Reads what a connection sent.  Returns false when it is to be closed. */
-static bool conn_read(struct vnc_agent *a, struct conn *c, uint64_t now)
+static bool conn_read(struct vnc_agent *a, struct conn *c)
 {
 	for (;;) {
 		ssize_t n = recv(c->fd, c->in + c->len, sizeof(c->in) - 1 - c->len, MSG_DONTWAIT);
@@ -175,7 +175,7 @@ static bool conn_read(struct vnc_agent *a, struct conn *c, uint64_t now)
 		nl = strchr(c->in, '\n');
 		if (nl) {
 			*nl = '\0';
-			return handle(a, c, now);
+			return handle(a, c);
 		}
 		if (c->len == sizeof(c->in) - 1)
 			return false; /* a line too long */
@@ -241,7 +241,7 @@ void vnc_agent_process(struct vnc_agent *a, const struct pollfd *fds, size_t n, 
 			ready[a->slot[k - 1]] = true;
 	/* backwards: a close moves the last entry into i */
 	for (int i = a->nconns - 1; i >= 0; i--)
-		if (ready[i] && !conn_read(a, &a->conns[i], now))
+		if (ready[i] && !conn_read(a, &a->conns[i]))
 			conn_close(a, i, now);
 	a->nslots = 0;
 	if (n > 0 && (fds[0].revents & POLLIN))

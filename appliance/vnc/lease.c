@@ -217,7 +217,7 @@ bool vnc_lease_take_handback(struct vnc_lease *l, struct vnc_lease_answer *out)
 	return true;
 }
 
-unsigned vnc_lease_help_add(struct vnc_lease *l, const char *reason, uint64_t now, int64_t wall)
+unsigned vnc_lease_help_add(struct vnc_lease *l, const char *reason, int64_t wall)
 {
 	struct help *free_slot = NULL;
 	char r[VNC_LEASE_REASON_MAX];
@@ -236,7 +236,6 @@ unsigned vnc_lease_help_add(struct vnc_lease *l, const char *reason, uint64_t no
 			return h->id;
 		}
 	}
-	(void)now;
 	if (!free_slot)
 		return 0;
 	*free_slot = (struct help){.id = ++l->next_help, .since_wall = wall, .waiting = true};

@@ -96,7 +96,7 @@ bool vnc_lease_take_handback(struct vnc_lease *l, struct vnc_lease_answer *out);
  * whose caller left less than VNC_LEASE_ORPHAN_MS ago is taken up again,
  * keeping its start.  Returns the request's id (> 0), or 0 when
  * VNC_LEASE_MAX_HELP are waiting. */
-unsigned vnc_lease_help_add(struct vnc_lease *l, const char *reason, uint64_t now, int64_t wall);
+unsigned vnc_lease_help_add(struct vnc_lease *l, const char *reason, int64_t wall);
 
 /* The caller of request id stopped waiting: the request stays shown for
  * VNC_LEASE_ORPHAN_MS (an agent retrying after a client timeout takes it

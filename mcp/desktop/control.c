@@ -141,6 +141,7 @@ static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result 
 	const json_t *r = json_object_get(args, "reason"), *t = json_object_get(args, "timeout_s");
 	double timeout_s = HELP_TIMEOUT_S;
 	json_t *req, *ans = NULL, *a;
+	const char *note;
 	struct err le = ERR_INIT;
 	uint64_t start = util_now_ms(), last_progress = start;
 	AUTOCLOSE int fd = -1;
@@ -207,6 +208,7 @@ static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result 
 		break;
 	}
 	a = json_object_get(ans, "answer");
+	note = json_string_value(json_object_get(a, "note"));
 	if (json_is_true(json_object_get(a, "left")))
 		mcp_result_text(res, "A person took control at %s; their page closed at %s without "
 				     "handing back or leaving a note. Take a screenshot to see "
@@ -218,9 +220,7 @@ static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result 
 				     "Their note: %s",
 				json_string_value(json_object_get(a, "taken")) ?: "?",
 				json_string_value(json_object_get(a, "back")) ?: "?",
-				json_string_value(json_object_get(a, "note"))[0]
-					? json_string_value(json_object_get(a, "note"))
-					: "(none)");
+				note && note[0] ? note : "(none)");
 	mcp_result_structured(res, json_pack("{s:b, s:O?, s:O?, s:O?, s:O?}", "answered", 1,
 					     "note", json_object_get(a, "note"), "left",
 					     json_object_get(a, "left"), "taken",

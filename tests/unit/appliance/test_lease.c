@@ -86,7 +86,7 @@ START_TEST(help_is_answered_by_the_hand_back_note)
 	json_t *st;
 
 	vnc_lease_viewer_join(l, "pageA");
-	id = vnc_lease_help_add(l, "Please solve the captcha", 10, 1000);
+	id = vnc_lease_help_add(l, "Please solve the captcha", 1000);
 	ck_assert_uint_gt(id, 0);
 	st = vnc_lease_state_json(l, "pageA");
 	ck_assert_str_eq(json_string_value(json_object_get(
@@ -129,7 +129,7 @@ START_TEST(a_holder_whose_page_went_away_keeps_it_for_the_grace)
 
 	vnc_lease_viewer_join(l, "pageA");
 	vnc_lease_take(l, "pageA", 1000);
-	id = vnc_lease_help_add(l, "help", 10, 1000);
+	id = vnc_lease_help_add(l, "help", 1000);
 	vnc_lease_viewer_leave(l, "pageA", 100);
 	ck_assert_int_eq(vnc_lease_agent_begin(l, &since), VNC_LEASE_HELD);
 	/* a reconnect within the grace keeps it */
@@ -162,9 +162,9 @@ START_TEST(an_abandoned_request_is_taken_up_again_by_a_retry)
 	unsigned id, again;
 	json_t *st;
 
-	id = vnc_lease_help_add(l, "log in please", 10, 1000);
+	id = vnc_lease_help_add(l, "log in please", 1000);
 	vnc_lease_help_leave(l, id, 100);
-	again = vnc_lease_help_add(l, "log in please", 200, 5000);
+	again = vnc_lease_help_add(l, "log in please", 5000);
 	ck_assert_uint_eq(again, id);
 	st = vnc_lease_state_json(l, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(
@@ -191,7 +191,7 @@ START_TEST(notes_and_reasons_are_cut_on_character_boundaries)
 		memcpy(note + i, "\xc3\xa9", 2);
 	note[sizeof(note) - 1 - (sizeof(note) - 1) % 2] = '\0';
 	vnc_lease_viewer_join(l, "p");
-	id = vnc_lease_help_add(l, "r", 1, 1);
+	id = vnc_lease_help_add(l, "r", 1);
 	vnc_lease_take(l, "p", 1);
 	vnc_lease_hand_back(l, "p", note, 2);
 	ck_assert(vnc_lease_help_result(l, id, &a));
