@@ -4,6 +4,7 @@
 #   make                      build everything into build/
 #   make SANITIZE=address,undefined   same, with sanitizers, into build-san/
 #   make unit                 run the C unit tests
+#   make check                build, unit tests and a short fuzz pass (no root)
 #   make test                 install what is needed, build, pass every test
 #   make run / make stop      start / stop the all-in-one appliance
 #   make clean-data           stop, and drop the portal's database
@@ -67,6 +68,10 @@ all: $(BINS) $(TESTS)
 unit: $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; CK_FORK=yes $$t; done
 
+# The loop to run while editing: no root, no template, a few minutes.
+check: $(TESTS)
+	@scripts/check.sh
+
 # The README's commands.  Each script is idempotent and says what it does.
 deps:
 	@scripts/install-deps.sh
@@ -92,4 +97,4 @@ bench:
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit deps test run stop clean-data template bench clean
+.PHONY: all unit check deps test run stop clean-data template bench clean

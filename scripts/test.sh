@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # `make test`: installs what is needed, builds (plain and with ASan+UBSan),
-# runs the C unit tests under both builds, builds the desktop template and
-# runs every integration test under tests/integration/ in order.  Ends with
-# one line "N passed, N failed" and exits non-zero when anything failed.
+# then runs everything in two lanes side by side, since they share no
+# resource:
+#   host lane: the C unit tests under both builds, the fuzz pass, and the
+#              integration suites marked `# lane: host` (no pool, no sandbox,
+#              no port 80: cloche-vnc, cloche-init, the proxy, S3 on the host)
+#   pool lane: the desktop template, then every other integration suite in
+#              order (they share the btrfs pool, its one cloche-node, port 80)
+# Suites marked `# sanitize: yes` run a second time on the ASan+UBSan build.
+# Each step's output is printed whole when it ends, with its time; the run
+# ends with the table of times and one line "N passed, N failed", and exits
+# non-zero when anything failed.
 #
-#   CLOCHE_TESTS="boot vnc-host"   run only integration tests matching these words
+#   CLOCHE_TESTS="boot vnc-host"   run only the integration suites matching these words
+#   CLOCHE_SERIAL=1                one lane after the other instead of side by side
+#   CLOCHE_FUZZ_SECONDS (20)       how long each fuzz target runs
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/lib/testrun.sh
 
 # Everything the tests leave in TMPDIR (work directories, browser profiles,
 # the empty org.chromium.* directories Chromium leaves behind) goes when the
@@ -14,100 +25,92 @@ cd "$(dirname "$0")/.." || exit 1
 TMPDIR=$(mktemp -d /tmp/cloche-test.XXXXXX)
 export TMPDIR
 trap 'rm -rf --one-file-system "$TMPDIR"' EXIT
+tr_init "$TMPDIR/.results"
+t_start=$SECONDS
 
-passed=0
-failed=0
-failures=()
-note() { printf '\n=== %s\n' "$*"; }
-record() { # name status
-	if [[ $2 == 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$1"); fi
+fail_early() {
+	echo "$1"
+	echo "0 passed, 1 failed"
+	exit 1
+}
+printf '\n=== install dependencies\n'
+scripts/install-deps.sh || fail_early "installing the dependencies failed"
+printf '\n=== build (warnings are errors)\n'
+make -j2 all || fail_early "the build failed"
+printf '\n=== build with ASan + UBSan\n'
+make -j2 SANITIZE=address,undefined all || fail_early "the ASan+UBSan build failed"
+
+SAN_ENV=(BUILD=build-san ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+
+# suites LANE: the integration scripts of a lane that CLOCHE_TESTS selects.
+suites() {
+	local t name lane
+	for t in tests/integration/test-*.sh; do
+		name=$(basename "$t" .sh)
+		name=${name#test-}
+		lane=pool
+		grep -q '^# lane: host' "$t" && lane=host
+		[[ $lane == "$1" ]] || continue
+		if [[ -n ${CLOCHE_TESTS:-} ]] && ! grep -qw -- "$name" <<<"$CLOCHE_TESTS"; then
+			continue
+		fi
+		echo "$t"
+	done
 }
 
-# Counts a Check runner's summary ("100%: Checks: 5, Failures: 0, Errors: 0").
-run_unit() {
-	local bin=$1 out rc checks fails errs
-	out=$("$bin" 2>&1)
-	rc=$?
-	printf '%s\n' "$out"
-	read -r checks fails errs < <(sed -n 's/.*Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' <<<"$out" | tail -n 1)
-	if [[ -z ${checks:-} ]]; then
-		record "$bin" 1
+# run_suite SCRIPT: the suite, and again under ASan+UBSan when it runs our
+# binaries on the host (a leak or undefined behaviour fails the run).
+run_suite() {
+	local name
+	name=$(basename "$1" .sh)
+	name=${name#test-}
+	tr_suite "$name" "$1"
+	if grep -q '^# sanitize: yes' "$1"; then
+		tr_suite "$name (ASan+UBSan)" "$1" "${SAN_ENV[@]}"
+	fi
+}
+
+lane_host() {
+	local t
+	for t in build/tests/unit-*; do tr_unit "$t"; done
+	for t in build-san/tests/unit-*; do
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			tr_unit "$t"
+	done
+	tr_fuzz "${CLOCHE_FUZZ_SECONDS:-20}"
+	for t in $(suites host); do run_suite "$t"; done
+}
+
+# The template build prints the new version's path last.
+build_template() {
+	rootfs/build-template.sh | tee "$TR_DIR/template.out"
+	return "${PIPESTATUS[0]}"
+}
+
+lane_pool() {
+	local t
+	[[ -n $(suites pool) ]] || return 0
+	if ! tr_step "desktop template" build_template; then
+		echo "the template build failed: the pool lane's suites did not run"
 		return
 	fi
-	passed=$((passed + checks - fails - errs))
-	failed=$((failed + fails + errs))
-	((fails + errs == 0)) || failures+=("$bin")
-	[[ $rc == 0 ]] || [[ $((fails + errs)) -gt 0 ]] || record "$bin (exit $rc)" 1
+	CLOCHE_TEMPLATE=$(tail -n 1 "$TR_DIR/template.out")
+	export CLOCHE_TEMPLATE
+	echo "template: $CLOCHE_TEMPLATE"
+	for t in $(suites pool); do run_suite "$t"; done
 }
 
-note "install dependencies"
-scripts/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
-
-note "build (warnings are errors)"
-make -j2 all || { echo "0 passed, 1 failed"; exit 1; }
-note "build with ASan + UBSan"
-make -j2 SANITIZE=address,undefined all || { echo "0 passed, 1 failed"; exit 1; }
-
-note "unit tests"
-for t in build/tests/unit-*; do run_unit "$t"; done
-note "unit tests under ASan + UBSan"
-for t in build-san/tests/unit-*; do
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_unit "$t"
-done
-
-note "fuzzing the parsers (libFuzzer, ASan+UBSan, ${CLOCHE_FUZZ_SECONDS:-20} s each)"
-fuzz_out=$(make -s fuzz FUZZ_SECONDS="${CLOCHE_FUZZ_SECONDS:-20}" 2>&1)
-printf '%s\n' "$fuzz_out"
-passed=$((passed + $(grep -c '^ok - ' <<<"$fuzz_out")))
-fuzz_failed=$(grep -c '^not ok - ' <<<"$fuzz_out")
-failed=$((failed + fuzz_failed))
-((fuzz_failed == 0)) || failures+=(fuzz)
-grep -q '^ok - \|^not ok - ' <<<"$fuzz_out" || record "fuzz build" 1
-
-note "desktop template"
-if ! template=$(rootfs/build-template.sh); then
-	echo "template build failed"
-	record template 1
-	echo "$passed passed, $failed failed"
-	exit 1
+if [[ -n ${CLOCHE_SERIAL:-} ]]; then
+	lane_pool
+	lane_host
+else
+	lane_pool &
+	pool_pid=$!
+	lane_host
+	wait "$pool_pid"
 fi
-export CLOCHE_TEMPLATE=${template##*$'\n'}
-echo "template: $CLOCHE_TEMPLATE"
-
-# run_integration NAME SCRIPT [ENV=VALUE...]
-run_integration() {
-	local name=$1 t=$2 out rc oks noks
-	shift 2
-	note "integration: $name"
-	# Each script prints "ok - ..." / "not ok - ..." lines; count them.
-	out=$(mktemp)
-	env "$@" timeout --foreground 1200 bash "$t" 2>&1 | tee "$out"
-	rc=${PIPESTATUS[0]}
-	oks=$(grep -c '^ok - ' "$out")
-	noks=$(grep -c '^not ok - ' "$out")
-	passed=$((passed + oks))
-	failed=$((failed + noks))
-	((noks == 0)) || failures+=("$name")
-	if [[ $rc != 0 ]] && ((noks == 0)); then record "$name (exit $rc)" 1; fi
-	rm -f "$out"
-}
-
-for t in tests/integration/test-*.sh; do
-	name=$(basename "$t" .sh)
-	name=${name#test-}
-	if [[ -n ${CLOCHE_TESTS:-} ]] && ! grep -qw -- "$name" <<<"$CLOCHE_TESTS"; then
-		continue
-	fi
-	run_integration "$name" "$t"
-	# Tests that run our binaries on the host also run them built with
-	# ASan+UBSan: a leak or undefined behaviour fails the run.
-	if grep -q '^# sanitize: yes' "$t"; then
-		run_integration "$name (ASan+UBSan)" "$t" BUILD=build-san \
-			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	fi
-done
-
-note "summary"
-((failed == 0)) || printf 'failed: %s\n' "${failures[*]}"
-echo "$passed passed, $failed failed"
-((failed == 0))
+tr_summary
+rc=$?
+echo "make test: $(((SECONDS - t_start) / 60)) min $(((SECONDS - t_start) % 60)) s"
+exit $rc

@@ -10,6 +10,7 @@
 #     configs with the given values, secrets 0600; a second run keeps what
 #     is there; bad arguments are refused with exit status 2 and a message.
 # Needs no pool: the daemons are stopped before they touch one.
+# lane: host
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

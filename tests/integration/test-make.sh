@@ -4,6 +4,7 @@
 # install-deps has run (it printed ~60 "Package jansson was not found"
 # lines), and a build without them must stop at one line that says what to
 # do.  Simulated with a pkg-config that finds nothing.
+# lane: host
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

@@ -8,6 +8,7 @@
 # hostile heads, slow-loris, limits, drains, HTTPS, graceful stop.
 #   PROXY_WS_HOLD_S (20): how long one WebSocket is held with traffic every 3 s
 # sanitize: yes
+# lane: host
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

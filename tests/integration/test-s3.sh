@@ -9,6 +9,7 @@
 # included.  awscli sees what we put, and we read what awscli puts.
 #   AWS: the awscli to use (default Debian's /usr/bin/aws)
 # sanitize: yes
+# lane: host
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh

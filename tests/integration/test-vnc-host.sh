@@ -11,6 +11,7 @@
 # the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
 # non-zero if any check failed.  Every process it starts is stopped on exit.
 # sanitize: yes
+# lane: host
 set -u -o pipefail
 
 BUILD=${BUILD:-build}
