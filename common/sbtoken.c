@@ -1,11 +1,13 @@
 /* Sandbox tokens (HMAC-SHA256 over the sandbox id); see sbtoken.h. */
 #include "common/sbtoken.h"
 
+#include "common/b64.h"
+#include "common/rnd.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <stdio.h>
@@ -14,30 +16,6 @@
 #include <unistd.h>
 
 #define PREFIX "st1."
-
-static void b64url(const unsigned char *in, size_t n, char *out)
-{
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16;
-		size_t left = n - i;
-
-		if (left > 1)
-			v |= (unsigned)in[i + 1] << 8;
-		if (left > 2)
-			v |= in[i + 2];
-		out[o++] = tab[(v >> 18) & 63];
-		out[o++] = tab[(v >> 12) & 63];
-		if (left > 1)
-			out[o++] = tab[(v >> 6) & 63];
-		if (left > 2)
-			out[o++] = tab[v & 63];
-	}
-	out[o] = '\0';
-}
 
 /* base64url of HMAC-SHA256(key, msg) into mac (44 bytes). */
 static int mac_msg(const void *key, size_t key_len, const char *msg, char *mac)
@@ -48,8 +26,7 @@ static int mac_msg(const void *key, size_t key_len, const char *msg, char *mac)
 	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg, strlen(msg), md,
 		  &mdlen) || mdlen != 32)
 		return -1;
-	b64url(md, mdlen, mac);
-	return 0;
+	return b64_encode(md, mdlen, B64_URL | B64_NOPAD, mac, 44) < 0 ? -1 : 0;
 }
 
 /* base64url of the MAC over "st1.<id>" into mac (44 bytes). */
@@ -83,7 +60,6 @@ bool sbtoken_verify(const void *key, size_t key_len, const char *tok, char *id, 
 {
 	const char *p, *dot;
 	char want[48], sid[48];
-	size_t n;
 
 	if (strncmp(tok, PREFIX, strlen(PREFIX)) != 0)
 		return false;
@@ -95,8 +71,7 @@ bool sbtoken_verify(const void *key, size_t key_len, const char *tok, char *id, 
 	sid[dot - p] = '\0';
 	if (mac_of(key, key_len, sid, want) == -1)
 		return false;
-	n = strlen(want);
-	if (strlen(dot + 1) != n || CRYPTO_memcmp(want, dot + 1, n) != 0)
+	if (!secret_equal(dot + 1, strlen(dot + 1), want, strlen(want)))
 		return false;
 	memcpy(id, sid, (size_t)(dot - p) + 1);
 	return true;
@@ -112,8 +87,8 @@ int sbtoken_key_load(const char *path, bool create, unsigned char *key, size_t c
 		char tok[80];
 		AUTOCLOSE int wfd = -1;
 
-		if (util_random_token(tok, sizeof(tok), 48) == -1)
-			return err_set(e, errno, "make token key");
+		if (rnd_token(48, tok, sizeof(tok), e) == -1)
+			return err_wrap(e, "make token key");
 		if (util_mkdir_parents(path, 0700) == -1)
 			return err_set(e, errno, "mkdir for `%s`", path);
 		wfd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -161,7 +136,7 @@ bool shtoken_verify(const void *key, size_t key_len, const char *tok, struct sht
 {
 	const char *part[5], *end = strrchr(tok, '.');
 	char body[SHTOKEN_MAX], want[48], exp[24];
-	size_t blen, n;
+	size_t blen;
 
 	if (strncmp(tok, SH_PREFIX, strlen(SH_PREFIX)) != 0 || !end)
 		return false;
@@ -172,8 +147,7 @@ bool shtoken_verify(const void *key, size_t key_len, const char *tok, struct sht
 	body[blen] = '\0';
 	if (mac_msg(key, key_len, body, want) == -1)
 		return false;
-	n = strlen(want);
-	if (strlen(end + 1) != n || CRYPTO_memcmp(want, end + 1, n) != 0)
+	if (!secret_equal(end + 1, strlen(end + 1), want, strlen(want)))
 		return false;
 	/* sh1 . id . share . mode . expires */
 	part[0] = body;

@@ -3,11 +3,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,24 +25,6 @@ void util_freep(void *pp)
 	void **p = (void **)pp;
 	free(*p);
 	*p = NULL;
-}
-
-int util_read_secret(const char *path, char *out, size_t cap, size_t min, struct err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-	size_t len;
-
-	if (fd == -1)
-		return err_set(e, errno, "open `%s`", path);
-	n = read(fd, out, cap - 1);
-	close(fd);
-	out[n > 0 ? n : 0] = '\0';
-	out[strcspn(out, "\r\n")] = '\0';
-	len = strlen(out);
-	if (len < min)
-		return err_set(e, 0, "`%s` must hold a token of at least %zu characters", path, min);
-	return (int)len;
 }
 
 void util_hex(const void *p, size_t n, char *out)
@@ -140,39 +120,4 @@ bool util_token_chars(const char *s, size_t n)
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
 			return false;
 	return n > 0;
-}
-
-int util_random_token(char *out, size_t outlen, size_t nbytes)
-{
-	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	unsigned char rnd[64];
-	size_t got = 0, o = 0;
-	unsigned bits = 0, acc = 0;
-
-	if (nbytes > sizeof(rnd) || outlen < (nbytes * 8 + 5) / 6 + 1) {
-		errno = ERANGE;
-		return -1;
-	}
-	while (got < nbytes) {
-		ssize_t r = getrandom(rnd + got, nbytes - got, 0);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	for (size_t i = 0; i < nbytes; i++) {
-		acc = (acc << 8) | rnd[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			out[o++] = alphabet[(acc >> bits) & 63];
-		}
-	}
-	if (bits)
-		out[o++] = alphabet[(acc << (6 - bits)) & 63];
-	out[o] = '\0';
-	explicit_bzero(rnd, sizeof(rnd));
-	return 0;
 }

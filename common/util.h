@@ -35,12 +35,6 @@ static inline void *take_ptr(void *pp)
 	return r;
 }
 
-/* Reads a secret (a credential) from the first line of file path into
- * out (cap bytes, NUL-terminated, without the line end); at least min
- * characters.  Returns its length, or -1 with e set (e->code is the errno
- * when the file could not be opened, 0 when it holds too little). */
-int util_read_secret(const char *path, char *out, size_t cap, size_t min, struct err *e);
-
 /* The value of hex digit c (either case), or -1. */
 static inline int util_hexval(int c)
 {
@@ -71,12 +65,8 @@ uint64_t util_now_ms(void);
 /* Wall clock (CLOCK_REALTIME) in milliseconds since the epoch. */
 int64_t util_wall_ms(void);
 
-/* A secret for a URL: nbytes from getrandom(2) in unpadded base64url
- * ([A-Za-z0-9_-], 4 characters per 3 bytes) into out.  0, or -1 with errno
- * set (out too small for the text and its NUL: ERANGE). */
-int util_random_token(char *out, size_t outlen, size_t nbytes);
 /* True when s[0..n) is not empty and all letters, digits, '-' and '_' (the
- * base64url of util_random_token: safe in a URL and between dots). */
+ * base64url of rnd_token: safe in a URL and between dots). */
 bool util_token_chars(const char *s, size_t n);
 
 /* Wall clock formatted as RFC 3339 UTC with milliseconds into out (>= 32 bytes). */

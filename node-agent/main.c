@@ -19,6 +19,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -93,17 +94,12 @@ static bool authorized(struct agent *a, const struct hsrv_req *req)
 {
 	char h[512];
 	int n = hsrv_req_header(req, "authorization", h, sizeof(h));
-	unsigned char diff = 0;
 	const char *tok;
 
 	if (n < 7 || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
 	tok = h + 7;
-	if (strlen(tok) != a->cred_len)
-		return false;
-	for (size_t i = 0; i < a->cred_len; i++)
-		diff |= (unsigned char)(tok[i] ^ a->cred[i]);
-	return diff == 0;
+	return secret_equal(tok, strlen(tok), a->cred, a->cred_len);
 }
 
 static bool deny(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -772,25 +768,11 @@ static int connect_command(const char *sock, char *const *args, size_t n)
 
 static void read_credential(struct agent *a, const char *path)
 {
-	AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
 	struct err e = ERR_INIT;
+	int n = secret_read_file(path, a->cred, sizeof(a->cred), 16, &e);
 
-	if (fd == -1) {
-		err_set(&e, errno, "open credential file `%s`", path);
-		die("cannot start", &e);
-	}
-	n = read(fd, a->cred, sizeof(a->cred) - 1);
 	if (n < 0)
-		n = 0;
-	a->cred[n] = '\0';
-	while (n > 0 && (a->cred[n - 1] == '\n' || a->cred[n - 1] == '\r' ||
-			 a->cred[n - 1] == ' '))
-		a->cred[--n] = '\0';
-	if (n < 16) {
-		err_set(&e, 0, "credential file `%s` must hold at least 16 characters", path);
 		die("cannot start", &e);
-	}
 	a->cred_len = (size_t)n;
 }
 

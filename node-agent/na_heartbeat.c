@@ -9,6 +9,7 @@
 
 #include "common/http_client.h"
 #include "common/log.h"
+#include "common/rnd.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -151,19 +152,17 @@ struct na_heartbeat *na_heartbeat_start(struct na_node *n, const struct na_heart
 					struct err *e)
 {
 	struct na_heartbeat *hb = calloc(1, sizeof(*hb));
-	unsigned char r[16];
 	int rc;
 
 	if (!hb) {
 		err_set(e, ENOMEM, "heartbeat");
 		return NULL;
 	}
-	if (getentropy(r, sizeof(r)) == -1) {
+	if (rnd_hex("", 16, hb->boot_id, sizeof(hb->boot_id), e) == -1) {
 		free(hb);
-		err_set(e, errno, "boot id");
+		err_wrap(e, "boot id");
 		return NULL;
 	}
-	util_hex(r, 16, hb->boot_id);
 	hb->node = n;
 	snprintf(hb->url, sizeof(hb->url), "%s/sbv1/nodes/heartbeat", o->portal);
 	snprintf(hb->name, sizeof(hb->name), "%s", o->name);

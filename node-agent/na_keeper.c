@@ -108,8 +108,8 @@ static bool warm_round_locked(struct na_node *n)
 		if (ready + starting >= w->target || util_now_ms() < w->retry_at ||
 		    !na_room_locked(n))
 			continue;
-		na_random_id(id, sizeof(id));
-		if (na_reserve_locked(n, id, resolved[i], &lim, &none, true, &e) == -1)
+		if (na_random_id(id, sizeof(id), &e) == -1 ||
+		    na_reserve_locked(n, id, resolved[i], &lim, &none, true, &e) == -1)
 			continue;
 		pthread_mutex_unlock(&n->mu);
 		t0 = util_now_ms();

@@ -141,8 +141,8 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 		      const struct na_limits *lim, const struct na_egress_policy *pol, bool pooled,
 		      struct err *e);
 
-/* A fresh id "sb-<10 hex>". */
-void na_random_id(char *out, size_t len);
+/* A fresh id "sb-<10 hex>" into out (len >= 14).  0, or -1 with e set. */
+int na_random_id(char *out, size_t len, struct err *e);
 
 /* The HTTP status of sandbox id's health endpoint, 0 when nothing answered. */
 int na_health_status(const char *id);

@@ -10,6 +10,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/recid.h"
+#include "common/rnd.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -110,19 +111,15 @@ static json_t *call_rec(struct na_node *n, const char *id, const char *method, c
 
 json_t *na_node_rec_start(struct na_node *n, const char *id, struct err *e)
 {
-	unsigned char r[6];
-	char rec[32], hex[13];
-	AUTOCLOSE int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	char rec[32];
 	AUTOJSON json_t *body = NULL;
 	json_t *ans;
 	uint64_t t0 = util_now_ms();
 
-	if (fd == -1 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
-		err_set(e, errno, "random recording id");
+	if (rnd_hex("rec-", 6, rec, sizeof(rec), e) == -1) {
+		err_wrap(e, "recording id");
 		return NULL;
 	}
-	util_hex(r, sizeof(r), hex);
-	snprintf(rec, sizeof(rec), "rec-%s", hex);
 	body = json_pack("{s:s}", "id", rec);
 	ans = call_rec(n, id, "POST", "/start", body, false, e);
 	if (!ans) {

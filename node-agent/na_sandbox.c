@@ -13,6 +13,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/rnd.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -144,16 +145,9 @@ void na_node_free(struct na_node *n)
 	free(n);
 }
 
-void na_random_id(char *out, size_t len)
+int na_random_id(char *out, size_t len, struct err *e)
 {
-	unsigned char r[5] = {0};
-	AUTOCLOSE int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd == -1 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
-		uint64_t t = util_now_ms() ^ (uint64_t)getpid();
-		memcpy(r, &t, sizeof(r));
-	}
-	snprintf(out, len, "sb-%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4]);
+	return rnd_hex("sb-", 5, out, len, e);
 }
 
 /* Registers id in state "starting".  Caller holds n->mu.  409 when the id
@@ -202,10 +196,10 @@ int na_reserve_locked(struct na_node *n, const char *id, const char *tpl,
 	snprintf(s->template, sizeof(s->template), "%s", tpl);
 	snprintf(s->state, sizeof(s->state), "starting");
 	s->desk = na_desk_default;
-	if (util_random_token(s->vnc_secret, sizeof(s->vnc_secret), 18) == -1 ||
-	    util_random_token(s->desk.rec_secret, sizeof(s->desk.rec_secret), 18) == -1) {
+	if (rnd_token(18, s->vnc_secret, sizeof(s->vnc_secret), e) == -1 ||
+	    rnd_token(18, s->desk.rec_secret, sizeof(s->desk.rec_secret), e) == -1) {
 		free(s);
-		return err_set(e, errno, "create %s: random secret", id);
+		return err_wrap(e, "create %s: secret", id);
 	}
 	util_rfc3339(s->created_at, sizeof(s->created_at));
 	s->lim = *lim;
@@ -405,7 +399,8 @@ int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, boo
 		}
 	}
 	if (!id) {
-		na_random_id(id_buf, sizeof(id_buf));
+		if (na_random_id(id_buf, sizeof(id_buf), e) == -1)
+			return -1;
 		id = id_buf;
 	}
 	pthread_mutex_lock(&n->mu);

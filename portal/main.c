@@ -15,6 +15,7 @@
 #include "common/cfg.h"
 #include "common/log.h"
 #include "common/sbtoken.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -203,7 +204,7 @@ static void load_cfg(struct pt_portal *p, struct cfg *c)
 		err_set(&e, 0, "--node-credential-file is required");
 		die("bad configuration", &e);
 	}
-	n = util_read_secret(cfg_str(c, "node-credential-file"), k->node_cred,
+	n = secret_read_file(cfg_str(c, "node-credential-file"), k->node_cred,
 			     sizeof(k->node_cred), 16, &e);
 	if (n < 0)
 		die(e.code ? "cannot read the node credential" : "bad configuration", &e);

@@ -7,6 +7,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/rnd.h"
 #include "common/util.h"
 #include "portal/pt_core.h"
 #include "portal/pt_hib.h"
@@ -532,7 +533,7 @@ static void share_create(struct pt_portal *p, const struct pt_caller *who, const
 		goto out;
 	}
 	char rnd[16];
-	if (util_random_token(rnd, sizeof(rnd), 9) == -1) {
+	if (rnd_token(9, rnd, sizeof(rnd), NULL) == -1) {
 		fail(resp, 500, "no randomness for a share id");
 		goto out;
 	}

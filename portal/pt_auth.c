@@ -1,10 +1,11 @@
 /* API keys and the node credential; see pt_auth.h. */
 #include "portal/pt_auth.h"
 
+#include "common/rnd.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,17 +30,15 @@ int pt_auth_key_create(struct pt_store *st, const char *name, const char *role, 
 {
 	struct pt_key key;
 	char secret[48];
-	unsigned char rnd[KEY_ID_HEX / 2];
 
 	if (strcmp(role, "admin") != 0 && strcmp(role, "user") != 0)
 		return err_http(e, 400, "`role` must be \"admin\" or \"user\"");
 	if (!*name || strlen(name) >= sizeof(key.name))
 		return err_http(e, 400, "`name` must be 1 to %zu characters", sizeof(key.name) - 1);
 	memset(&key, 0, sizeof(key));
-	if (util_random_token(secret, sizeof(secret), 32) == -1 ||
-	    getentropy(rnd, sizeof(rnd)) == -1)
-		return err_set(e, errno, "random bytes");
-	util_hex(rnd, sizeof(rnd), key.id);
+	if (rnd_token(32, secret, sizeof(secret), e) == -1 ||
+	    rnd_hex("", KEY_ID_HEX / 2, key.id, sizeof(key.id), e) == -1)
+		return err_wrap(e, "new API key");
 	snprintf(out, PT_KEY_MAX, "ck_%.12s_%.44s", key.id, secret);
 	snprintf(key.name, sizeof(key.name), "%s", name);
 	snprintf(key.role, sizeof(key.role), "%s", role);
@@ -77,7 +76,7 @@ int pt_auth_check(struct pt_store *st, const char *authz, struct pt_caller *who,
 	rc = pt_store_key_get(st, id, &k, e);
 	if (rc != 1)
 		return rc;
-	if (sha256_hex(tok, hash) == -1 || CRYPTO_memcmp(hash, k.hash, 64) != 0 || k.revoked_at)
+	if (sha256_hex(tok, hash) == -1 || !secret_equal(hash, 64, k.hash, 64) || k.revoked_at)
 		return 0;
 	snprintf(who->key_id, sizeof(who->key_id), "%s", k.id);
 	who->admin = strcmp(k.role, "admin") == 0;
@@ -91,5 +90,5 @@ bool pt_auth_node(const char *authz, const char *cred, size_t cred_len)
 	if (!authz || strncasecmp(authz, "Bearer ", 7) != 0 || cred_len == 0)
 		return false;
 	tok = authz + 7;
-	return strlen(tok) == cred_len && CRYPTO_memcmp(tok, cred, cred_len) == 0;
+	return secret_equal(tok, strlen(tok), cred, cred_len);
 }

@@ -15,6 +15,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/rnd.h"
 #include "common/util.h"
 #include "portal/pt_hib.h"
 #include "portal/pt_nodes.h"
@@ -564,13 +565,8 @@ json_t *pt_core_view(struct pt_portal *p, const char *id)
 
 void pt_core_new_id(char *out, size_t len)
 {
-	unsigned char r[8] = {0};
-	char hex[17];
-
-	if (getentropy(r, sizeof(r)) == -1)
+	if (rnd_hex("sb-", 8, out, len, NULL) == -1)
 		abort(); /* getrandom on Linux >= 3.17 does not fail for 8 bytes */
-	util_hex(r, sizeof(r), hex);
-	snprintf(out, len, "sb-%s", hex);
 }
 
 /* A retried acquire (same owner and Idempotency-Key): joins the pending one

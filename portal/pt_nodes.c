@@ -3,10 +3,10 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/rnd.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #define MAX_NODES 1024
 /* What the node adds to a sandbox's memory for gVisor itself (docs/node.md,
@@ -176,7 +176,7 @@ static int sample(struct pt_node **cand, int n, int k, struct pt_node **pick)
 			pick[m++] = cand[i];
 			continue;
 		}
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		if (rnd_bytes(&r, sizeof(r), NULL) == -1)
 			r = (unsigned)i;
 		if ((int)(r % (unsigned)(i + 1)) < k)
 			pick[r % (unsigned)(i + 1)] = cand[i];

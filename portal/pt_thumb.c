@@ -13,10 +13,10 @@
 #include "portal/pt_core.h"
 #include "portal/pt_nodes.h"
 
+#include "common/b64.h"
 #include "common/log.h"
 #include "common/util.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,19 +200,19 @@ static unsigned char *decode(const json_t *out, size_t *len)
 	const char *b64 = json_string_value(json_object_get(out, "data"));
 	size_t n = b64 ? strlen(b64) : 0;
 	unsigned char *png;
-	int r;
+	ssize_t r;
 
-	if (!n || n % 4 || n > (8u << 20))
+	if (!n || n > (8u << 20))
 		return NULL;
-	png = malloc(n / 4 * 3 + 1);
+	png = malloc(b64_decoded_max(n));
 	if (!png)
 		return NULL;
-	r = EVP_DecodeBlock(png, (const unsigned char *)b64, (int)n);
+	r = b64_decode(b64, n, 0, png, b64_decoded_max(n));
 	if (r < 0) {
 		free(png);
 		return NULL;
 	}
-	*len = (size_t)r - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+	*len = (size_t)r;
 	return png;
 }
 

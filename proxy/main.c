@@ -12,6 +12,7 @@
 #include "common/cfg.h"
 #include "common/log.h"
 #include "common/sbtoken.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -139,7 +140,7 @@ static void settings(struct px_proxy *p, struct cfg *c)
 		die("bad configuration", &e);
 	}
 	if (cfg_str(c, "node-credential-file")) {
-		if (util_read_secret(cfg_str(c, "node-credential-file"), credential,
+		if (secret_read_file(cfg_str(c, "node-credential-file"), credential,
 				     sizeof(credential), 16, &e) < 0)
 			die(e.code ? "cannot read the node credential" : "bad configuration", &e);
 		s->credential = credential;

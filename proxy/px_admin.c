@@ -14,10 +14,10 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_head.h"
 
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <jansson.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,8 +200,8 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 		size_t wl = (size_t)snprintf(want, sizeof(want), "Bearer %s",
 					     p->s.credential ? p->s.credential : "");
 
-		if (!p->s.credential || !auth || auth->value.n != wl ||
-		    CRYPTO_memcmp(auth->value.p, want, wl) != 0) {
+		if (!p->s.credential || !auth ||
+		    !secret_equal(auth->value.p, auth->value.n, want, wl)) {
 			fail(out, 401, "credential_required",
 			     "the admin endpoints want the node credential as a bearer token");
 			return;

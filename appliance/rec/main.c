@@ -15,6 +15,7 @@
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -56,14 +57,9 @@ static bool allowed(struct app *a, const struct hsrv_req *req, struct hsrv_resp 
 	char got[128];
 	int n = hsrv_req_header(req, SECRET_HEADER, got, sizeof(got));
 	size_t want = strlen(a->secret);
-	unsigned char diff = 0;
 
-	if (n > 0 && (size_t)n == want && want > 0) {
-		for (size_t i = 0; i < want; i++)
-			diff |= (unsigned char)(got[i] ^ a->secret[i]);
-		if (diff == 0)
-			return true;
-	}
+	if (n > 0 && want > 0 && secret_equal(got, (size_t)n, a->secret, want))
+		return true;
 	hsrv_resp_error(resp, 403, "forbidden", "the recorder answers its node only");
 	return false;
 }

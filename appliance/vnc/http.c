@@ -16,6 +16,7 @@
 #include "common/hostcheck.h"
 #include "common/log.h"
 #include "common/query.h"
+#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -339,15 +340,10 @@ static const char *query_value(const char *target, const char *key, size_t *len)
  * compared in constant time. */
 static bool query_has(const char *target, const char *key, const char *value)
 {
-	size_t len, vl = strlen(value);
+	size_t len;
 	const char *v = query_value(target, key, &len);
-	unsigned char diff = 0;
 
-	if (!v || len != vl)
-		return false;
-	for (size_t i = 0; i < vl; i++)
-		diff |= (unsigned char)(v[i] ^ value[i]);
-	return diff == 0;
+	return v && secret_equal(v, len, value, strlen(value));
 }
 
 /* Whether a request may reach the desktop (a WebSocket upgrade, the

@@ -7,6 +7,7 @@
 #include "mcp/browser/tools.h"
 #include "mcp/browser/tools_int.h"
 
+#include "common/b64.h"
 #include "common/buf.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -42,38 +43,11 @@ static bool tl_cancelled(void *ud)
 
 /* --- helpers --------------------------------------------------------------- */
 
-static const int8_t b64[256] = {
-	['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,
-	['I'] = 9, ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15,
-	['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22,
-	['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29,
-	['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36,
-	['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42, ['q'] = 43,
-	['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49, ['x'] = 50,
-	['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56, ['4'] = 57,
-	['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64,
-};
-
 long tools_base64_decode(const char *in, size_t len, unsigned char *out)
 {
-	unsigned acc = 0;
-	int bits = 0;
-	long n = 0;
+	ssize_t n = b64_decode(in, len, B64_PAD_OPTIONAL, out, b64_decoded_max(len));
 
-	while (len && in[len - 1] == '=')
-		len--;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64[(unsigned char)in[i]];
-		if (!v)
-			return -1;
-		acc = (acc << 6) | (unsigned)(v - 1);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	return n;
+	return n < 0 ? -1 : (long)n;
 }
 
 json_t *tl_cdp(struct tl *t, const char *method, json_t *params, struct err *e)

@@ -41,8 +41,9 @@ int tools_element_arg(const json_t *args, const char *name, const char *alias, b
  * tests). */
 const char *tools_schema(const char *name);
 
-/* Decodes standard base64 (no whitespace) into out, which must hold
- * len * 3 / 4 bytes; returns the decoded length or -1 for bad input. */
+/* Decodes Chromium's standard base64 (padded or not, no whitespace) into
+ * out, which must hold len * 3 / 4 bytes; returns the decoded length or -1
+ * for bad input (common/b64.h's strict rules). */
 long tools_base64_decode(const char *in, size_t len, unsigned char *out);
 
 #endif

@@ -5,6 +5,8 @@
 #include "mcp/lib/cap.h"
 #include "mcp/lib/mcp.h"
 
+#include "common/b64.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,23 +91,12 @@ int mcp_result_error(struct mcp_result *res, const char *fmt, ...)
 
 int mcp_result_image(struct mcp_result *res, const void *data, size_t len, const char *mime)
 {
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *p = data;
-	size_t olen = (len + 2) / 3 * 4, o = 0;
-	char *b64 = malloc(olen + 1);
+	size_t o;
+	char *b64 = b64_encode_alloc(data, len, 0, &o);
 	json_t *item;
 
 	if (!b64)
 		return -1;
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
-			     (i + 2 < len ? p[i + 2] : 0);
-		b64[o++] = tbl[v >> 18 & 63];
-		b64[o++] = tbl[v >> 12 & 63];
-		b64[o++] = i + 1 < len ? tbl[v >> 6 & 63] : '=';
-		b64[o++] = i + 2 < len ? tbl[v & 63] : '=';
-	}
-	b64[o] = '\0';
 	item = json_pack("{s:s, s:s%, s:s}", "type", "image", "data", b64, o, "mimeType", mime);
 	free(b64);
 	return item ? json_array_append_new(res->content, item) : -1;

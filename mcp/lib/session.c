@@ -3,13 +3,13 @@
  * is both the simplest and the fastest structure here. */
 #include "mcp/lib/session.h"
 
+#include "common/rnd.h"
 #include "common/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 struct mcp_sessions {
 	unsigned max, n;
@@ -54,7 +54,7 @@ static bool expired(const struct mcp_sessions *t, const struct mcp_session *s, u
 struct mcp_session *mcp_sessions_create(struct mcp_sessions *t, const char *version, uint64_t now,
 					struct err *e)
 {
-	unsigned char rnd[16];
+	char id[sizeof(t->s[0].id)];
 	struct mcp_session *s;
 
 	for (unsigned i = 0; i < t->n;)
@@ -73,13 +73,13 @@ struct mcp_session *mcp_sessions_create(struct mcp_sessions *t, const char *vers
 		}
 		remove_at(t, victim);
 	}
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		err_set(e, errno, "session id: getrandom");
+	if (rnd_hex("", 16, id, sizeof(id), e) == -1) {
+		err_wrap(e, "session id");
 		return NULL;
 	}
 	s = &t->s[t->n++];
 	memset(s, 0, sizeof(*s));
-	util_hex(rnd, sizeof(rnd), s->id);
+	memcpy(s->id, id, sizeof(id));
 	snprintf(s->version, sizeof(s->version), "%s", version);
 	s->last_ms = now;
 	return s;

@@ -5,6 +5,7 @@
  * "read_file /x: No such file or directory". */
 #include "mcp/shell/shell.h"
 #include "mcp/lib/cap.h"
+#include "common/b64.h"
 #include "common/json.h"
 #include "common/util.h"
 
@@ -72,52 +73,6 @@ static ssize_t read_part(const char *path, off_t off, size_t max, char **data, o
 	return (ssize_t)got;
 }
 
-static char *b64_encode(const unsigned char *p, size_t len, size_t *olen)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1);
-	size_t o = 0;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
-			     (i + 2 < len ? p[i + 2] : 0);
-		out[o++] = t[v >> 18 & 63];
-		out[o++] = t[v >> 12 & 63];
-		out[o++] = i + 1 < len ? t[v >> 6 & 63] : '=';
-		out[o++] = i + 2 < len ? t[v & 63] : '=';
-	}
-	out[o] = '\0';
-	*olen = o;
-	return out;
-}
-
-/* Decodes base64 (whitespace ignored).  Returns length or -1. */
-static ssize_t b64_decode(const char *in, unsigned char *out)
-{
-	unsigned v = 0;
-	int bits = 0;
-	size_t o = 0;
-
-	for (; *in && *in != '='; in++) {
-		const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		const char *hit;
-		if (*in == ' ' || *in == '\n' || *in == '\r' || *in == '\t')
-			continue;
-		hit = strchr(t, *in);
-		if (!hit)
-			return -1;
-		v = v << 6 | (unsigned)(hit - t);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(v >> bits);
-		}
-	}
-	return (ssize_t)o;
-}
-
 static int read_file(struct mcp_call *call, const json_t *args, struct mcp_result *res, struct err *e)
 {
 	struct msh_conf *c = mcp_call_ud(call);
@@ -146,7 +101,7 @@ static int read_file(struct mcp_call *call, const json_t *args, struct mcp_resul
 	}
 	more = (off_t)off + n < size;
 	binary = mcp_looks_binary(data, (size_t)n);
-	text = binary ? b64_encode((unsigned char *)data, (size_t)n, &tlen) : mcp_utf8_clean(data, (size_t)n, &tlen);
+	text = binary ? b64_encode_alloc(data, (size_t)n, 0, &tlen) : mcp_utf8_clean(data, (size_t)n, &tlen);
 	free(data);
 	if (!text)
 		return err_set(e, ENOMEM, "read_file");
@@ -197,13 +152,13 @@ static int write_file(struct mcp_call *call, const json_t *args, struct mcp_resu
 	len = strlen(content);
 	if (strcmp(enc, "base64") == 0) {
 		ssize_t n;
-		bin = malloc(len / 4 * 3 + 4);
+		bin = malloc(b64_decoded_max(len) + 1);
 		if (!bin)
 			return err_set(e, ENOMEM, "write_file");
-		n = b64_decode(content, bin);
+		n = b64_decode(content, len, B64_PAD_OPTIONAL | B64_SPACE, bin, b64_decoded_max(len));
 		if (n < 0) {
 			free(bin);
-			return err_set(e, 0, "`content` is not valid base64");
+			return err_set(e, 0, "`content` is not valid base64: %s", b64_strerror(n));
 		}
 		len = (size_t)n;
 	} else if (strcmp(enc, "utf8") != 0) {

@@ -17,6 +17,9 @@ int main(void)
 	srunner_add_suite(sr, suite_http_server());
 	srunner_add_suite(sr, suite_query());
 	srunner_add_suite(sr, suite_utf8());
+	srunner_add_suite(sr, suite_b64());
+	srunner_add_suite(sr, suite_rnd());
+	srunner_add_suite(sr, suite_secret());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
