@@ -119,10 +119,17 @@ check "SSE: the first event arrives long before the last (streamed, not buffered
 	jt '.events == 5 and .first_s < 0.3 and .total_s > 1.5' "$s"
 r=$(c "$HA" -H "Authorization: Bearer $TA" "http://$HA:$port/close")
 check "a close-delimited answer passes whole" test "$r" = "until close"
-t0=$(now_ms)
-for _ in 1 2 3 4 5; do c "$HA" -o /dev/null -H "Authorization: Bearer $TA" "http://$HA:$port/close"; done
-check "... and ends when the server closes (5 in $(($(now_ms) - t0)) ms, not at the read timeout)" \
-	test $(($(now_ms) - t0)) -lt 2500
+# Each one on its own under the 3 s read timeout: a loaded machine (this
+# suite shares it with the other lane of make test) slows all five.
+slowest=0
+for _ in 1 2 3 4 5; do
+	t0=$(now_ms)
+	c "$HA" -o /dev/null -H "Authorization: Bearer $TA" "http://$HA:$port/close"
+	t=$(($(now_ms) - t0))
+	((t > slowest)) && slowest=$t
+done
+check "... and ends when the server closes (5, the slowest in $slowest ms, not at the 3 s read timeout)" \
+	test "$slowest" -lt 2500
 r=$(c "$HA" -H "Authorization: Bearer $TA" "http://$HA:$port/once" "http://$HA:$port/echo?after=once")
 check "a kept upstream connection the server dropped: the next request goes again on a new one" \
 	bash -c 'grep -q "^once$" <<<"$1" && grep -q "after=once" <<<"$1"' _ "$r"
@@ -176,9 +183,13 @@ check "an upstream slower than --read-timeout: 504" test "$(code "$HA" '/slow?ms
 adm() { curl -s -m 5 -X "$1" -H "Authorization: Bearer $cred" "http://127.0.0.1:$admin$2"; }
 check "the admin endpoints want the node credential" \
 	test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/v1/sandboxes")" = 401
+# open_conns ID: the client connections the proxy counts for a sandbox.
+open_conns() { adm GET "/v1/sandboxes/$1" | jq -r '.connections // 0'; }
+sb_a_connected() { (($(open_conns sb-a) >= 1)); }
 python3 "$TOOL" ws "$port" "$HA" "$TA" 1 30 1 >"$work/drained" & wpid=$!
-sleep 1
-d=$(adm POST "/v1/sandboxes/sb-a/drain?hold_ms=3000")
+wait_for 10 sb_a_connected
+# The hold outlasts the checks below on a loaded machine; resume ends it.
+d=$(adm POST "/v1/sandboxes/sb-a/drain?hold_ms=20000")
 check "drain answers with the sandbox's counters" jt '.id == "sb-a" and .draining_ms > 0' "$d"
 wait "$wpid"
 check "... and cuts its open WebSocket" jt '.ok == false' "$(cat "$work/drained")"
@@ -203,7 +214,7 @@ check "... and its upstream end is reset each time, never sent a FIN" \
 
 # --- graceful stop ---------------------------------------------------------------------------
 python3 "$TOOL" sse "$port" "$HA" "$TA" >"$work/sse-stop" & spid=$!
-sleep 0.5
+wait_for 10 sb_a_connected
 kill -TERM "$pxpid"
 sleep 0.3
 check "on SIGTERM new connections are refused" \
