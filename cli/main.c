@@ -12,6 +12,7 @@
 
 #include "common/http_client.h"
 #include "common/json.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-
-#define VERSION "0.9"
 
 static struct cli_config cfg;
 static bool as_json;
@@ -979,7 +978,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (!cmd && strcmp(s, "--version") == 0) {
-			printf("cloche %s\n", VERSION);
+			version_print("cloche");
 			return 0;
 		}
 		if (strcmp(s, "--json") == 0) {

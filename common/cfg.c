@@ -301,11 +301,11 @@ static int cfg_load_file(struct cfg *c, const char *path, struct err *e)
 }
 
 /* First pass: records flag assignments, collects arguments and spots
- * --help and --config.  Returns 1 for --help. */
+ * --help, --version and --config.  Returns 1 for --help, 2 for --version. */
 static int cfg_scan_flags(struct cfg *c, int argc, char **argv, struct cfg_flag *flags,
 			  size_t *nflags, const char **config, struct err *e)
 {
-	bool help = false, rest = false;
+	bool help = false, version = false, rest = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *name, *eq, *val;
@@ -322,6 +322,10 @@ static int cfg_scan_flags(struct cfg *c, int argc, char **argv, struct cfg_flag 
 		}
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			help = true;
+			continue;
+		}
+		if (strcmp(a, "--version") == 0) {
+			version = true;
 			continue;
 		}
 		if (a[1] != '-')
@@ -353,7 +357,7 @@ static int cfg_scan_flags(struct cfg *c, int argc, char **argv, struct cfg_flag 
 			flags[(*nflags)++] = (struct cfg_flag){(size_t)idx, val};
 	}
 	c->args[c->nargs] = NULL;
-	return help ? 1 : 0;
+	return help ? 1 : version ? 2 : 0;
 }
 
 int cfg_load(struct cfg *c, int argc, char **argv, struct err *e)
@@ -429,6 +433,7 @@ void cfg_help(const struct cfg *c, const char *prog, FILE *out)
 	cfg_help_entry(out, "--config=FILE", "read `name = value` lines from FILE", NULL,
 		       c->config_env);
 	cfg_help_entry(out, "--help", "print this help and exit", NULL, NULL);
+	cfg_help_entry(out, "--version", "print the version and exit", NULL, NULL);
 }
 
 static const struct cfg_val *cfg_get(const struct cfg *c, const char *name, enum cfg_type t)

@@ -10,7 +10,8 @@
  * is an error that cites file:line.  The environment variable of option
  * `health-port` with prefix "CLOCHE" is CLOCHE_HEALTH_PORT.  Flags are
  * `--name=value`, `--name value`, and for booleans `--name` / `--no-name`;
- * `--help` prints a help text generated from the table.  In file keys and
+ * `--help` prints a help text generated from the table, and `--version` is
+ * reported to the caller, which knows the version.  In file keys and
  * flags, '_' and '-' are interchangeable.  Values are checked as they are
  * read, and errors say where the bad value came from:
  * "--health-port: `abc` is not an integer".
@@ -20,7 +21,7 @@
  *		{"idle-timeout", CFG_DURATION, "5m", "hibernate after this long idle"},
  *	};
  *	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE");
- *	int r = cfg_load(c, argc, argv, &e);	// 1: help printed, exit 0
+ *	int r = cfg_load(c, argc, argv, &e);	// 1: help printed, 2: --version
  *	long long idle_ms = cfg_duration_ms(c, "idle-timeout");
  */
 #ifndef CLOCHE_CFG_H
@@ -50,7 +51,7 @@ struct cfg_opt {
 struct cfg;
 
 /* Creates a configuration for the n options of opts (which must outlive it
- * and may not use the names "config" or "help").  env_prefix names the
+ * and may not use the names "config", "help" or "version").  env_prefix names the
  * environment variables ("CLOCHE" -> CLOCHE_<NAME>); NULL disables them.
  * Returns NULL only when out of memory.  Free with cfg_free(). */
 struct cfg *cfg_new(const struct cfg_opt *opts, size_t n, const char *env_prefix);
@@ -61,8 +62,9 @@ void cfg_free(struct cfg *c);
 /* Reads every source in order of precedence.  argv[0] is the program name;
  * arguments that are not flags, and all those after "--", are kept for
  * cfg_args().  Returns 0 when loaded, 1 when --help was printed to stdout
- * (the program should exit 0), or -1 with e naming the source and the
- * problem.  Call it once per cfg. */
+ * (the program should exit 0), 2 when --version was given and not --help
+ * (nothing printed: the program prints its version and exits 0), or -1 with
+ * e naming the source and the problem.  Call it once per cfg. */
 int cfg_load(struct cfg *c, int argc, char **argv, struct err *e);
 
 /* Writes the help text for --help to out: usage line, then one entry per

@@ -15,12 +15,14 @@
 #include "node-agent/na_thumb.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/query.h"
 #include "common/secret.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -668,7 +670,7 @@ static void h_healthz(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 {
 	(void)ud;
 	(void)req;
-	hsrv_resp_json(resp, 200, json_pack("{s:s}", "status", "ok"));
+	hsrv_resp_json(resp, 200, json_pack("{s:s, s:s}", "status", "ok", "version", version_string()));
 }
 
 static int on_signal(void *ud, int fd)
@@ -738,16 +740,11 @@ static int lock_pool(const char *pool, struct err *e)
 	return take_fd(&fd);
 }
 
-static void die(const char *what, const struct err *e)
-{
-	log_error(what, "{s:s}", "error", e->msg);
-	exit(1);
-}
-
 /* `cloche-node connect ID PORT`: a connection to a port inside a sandbox
  * through the running agent, relayed to stdin/stdout (like nc). */
-static int connect_command(const char *sock, char *const *args, size_t n)
+static int connect_command(struct cfg *c, char *const *args, size_t n)
 {
+	const char *sock = cfg_str(c, "connect-socket");
 	struct err e = ERR_INIT;
 	char *end;
 	long port;
@@ -772,7 +769,7 @@ static void read_credential(struct agent *a, const char *path)
 	int n = secret_read_file(path, a->cred, sizeof(a->cred), 16, &e);
 
 	if (n < 0)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	a->cred_len = (size_t)n;
 }
 
@@ -825,70 +822,56 @@ static struct na_s3 *open_s3(struct cfg *c, struct err *e)
 	return s3;
 }
 
+/* `cloche-node s3 ...`: the S3 client alone, configured from the environment. */
+static int s3_command(struct cfg *c, char *const *args, size_t n)
+{
+	(void)c;
+	return na_s3_cli_main((int)n, args);
+}
+
+static const struct daemon_cmd commands[] = {
+	{"connect", "ID PORT", connect_command},
+	{"s3", "...", s3_command},
+};
+
+static const struct daemon_opts start = {
+	.prog = "cloche-node",
+	.opts = opts,
+	.nopts = ARRAY_LEN(opts),
+	.env_prefix = "CLOCHE_NODE",
+	.cmds = commands,
+	.ncmds = ARRAY_LEN(commands),
+	.signals = DAEMON_SIG_FD,
+};
+
 int main(int argc, char **argv)
 {
 	struct na_s3 *s3 = NULL;
 	struct err e = ERR_INIT;
-	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_NODE");
+	struct daemon d;
+	struct cfg *c;
 	struct agent a;
 	struct hsrv_opts ho = {0};
 	struct na_node_opts no;
-	sigset_t mask;
-	int lvl, sfd, rc;
-	size_t nargs = 0;
+	int rc;
 	struct na_connect *conn;
 	bool busy;
 
 	memset(&a, 0, sizeof(a));
 	pthread_mutex_init(&a.posted_mu, NULL);
-	log_init("cloche-node", LOG_INFO, 2);
-	if (!c)
-		return 1;
-	rc = cfg_load(c, argc, argv, &e);
-	if (rc == 1) {
-		cfg_free(c);
-		return 0;
-	}
-	if (rc == -1)
-		die("bad configuration", &e);
-	lvl = log_level_parse(cfg_str(c, "log-level"));
-	if (lvl < 0) {
-		err_set(&e, 0, "--log-level: `%s` is not a level", cfg_str(c, "log-level"));
-		die("bad configuration", &e);
-	}
-	log_init("cloche-node", (enum log_level)lvl, 2);
+	/* Signals go to the signalfd: blocked here, before any thread exists. */
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	if (na_test_hooks_set(cfg_str(c, "test-hooks"), &e) == -1)
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	if (na_test_hooks_on())
 		log_warn("test hooks are on: this agent pauses on purpose (tests only)", "{s:s}",
 			 "test_hooks", cfg_str(c, "test-hooks"));
-	if (cfg_args(c, &nargs)[0]) {
-		if (strcmp(cfg_args(c, NULL)[0], "connect") == 0) {
-			rc = connect_command(cfg_str(c, "connect-socket"), cfg_args(c, NULL), nargs);
-			cfg_free(c);
-			return rc;
-		}
-		if (strcmp(cfg_args(c, NULL)[0], "s3") == 0) {
-			rc = na_s3_cli_main((int)nargs, cfg_args(c, NULL));
-			cfg_free(c);
-			return rc;
-		}
-		err_set(&e, 0, "unknown command `%s` (the commands are `connect ID PORT` and `s3 ...`)",
-			cfg_args(c, NULL)[0]);
-		die("bad configuration", &e);
-	}
 	if (!cfg_str(c, "credential-file")) {
 		err_set(&e, 0, "--credential-file is required");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	read_credential(&a, cfg_str(c, "credential-file"));
-
-	/* Signals go to the signalfd; block them before any thread exists. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	no.pool = cfg_str(c, "pool");
 	no.runsc_root = cfg_str(c, "runsc-root");
@@ -896,7 +879,7 @@ int main(int argc, char **argv)
 	no.warm = cfg_str(c, "warm-pool");
 	if (cfg_int(c, "max-sandboxes") < 0 || cfg_int(c, "max-sandboxes") > 100000) {
 		err_set(&e, 0, "--max-sandboxes: give 0 (no limit) to 100000");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	no.max_sandboxes = (int)cfg_int(c, "max-sandboxes");
 	no.proxy_domain = cfg_str(c, "proxy-domain");
@@ -905,7 +888,7 @@ int main(int argc, char **argv)
 	if (*cfg_str(c, "s3-endpoint")) {
 		s3 = open_s3(c, &e);
 		if (!s3)
-			die("bad configuration", &e);
+			daemon_die(1, "bad configuration", &e);
 		no.s3 = s3;
 	}
 	no.proxy_admin = cfg_str(c, "proxy-admin");
@@ -913,39 +896,38 @@ int main(int argc, char **argv)
 	if (*no.proxy_admin && strncmp(no.proxy_admin, "http://", 7) != 0 &&
 	    strncmp(no.proxy_admin, "https://", 8) != 0) {
 		err_set(&e, 0, "--proxy-admin: `%s` is not an http(s) URL", no.proxy_admin);
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
 		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (na_btrfs_pool_ensure(no.pool, cfg_str(c, "pool-image"),
 				 cfg_int(c, "pool-image-size") << 30, &e) == -1)
-		die("cannot set up the pool", &e);
+		daemon_die(1, "cannot set up the pool", &e);
 	if (lock_pool(no.pool, &e) == -1)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	raise_pid_max();
 	a.egress = na_egress_new(&e);
 	if (!a.egress)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	no.egress = a.egress;
 	a.node = na_node_new(&no, &e);
 	if (!a.node)
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	na_node_adopt(a.node);
 	conn = na_connect_start(a.node, cfg_str(c, "connect-socket"), &e);
 	if (!conn || (*cfg_str(c, "connect-socket-group") &&
 		      na_connect_share(conn, cfg_str(c, "connect-socket-group"), &e) == -1))
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 
 	ho.listen = cfg_str(c, "listen");
 	ho.port = (int)cfg_int(c, "port");
 	ho.max_body = 1 << 16;
 	a.srv = hsrv_new(&ho, &e);
 	if (!a.srv)
-		die("cannot listen", &e);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd == -1 || hsrv_watch(a.srv, sfd, on_signal, &a, &e) == -1 ||
+		daemon_die(1, "cannot listen", &e);
+	if (hsrv_watch(a.srv, take_fd(&d.sigfd), on_signal, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/sandboxes", h_create, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes", h_list, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
@@ -957,7 +939,7 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||
 	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	if (*cfg_str(c, "portal")) {
 		struct na_heartbeat_opts hbo = {0};
 		char host[256] = "", self[512];
@@ -966,11 +948,11 @@ int main(int argc, char **argv)
 		if (strncmp(cfg_str(c, "portal"), "http://", 7) != 0 &&
 		    strncmp(cfg_str(c, "portal"), "https://", 8) != 0) {
 			err_set(&e, 0, "--portal: `%s` is not an http(s) URL", cfg_str(c, "portal"));
-			die("bad configuration", &e);
+			daemon_die(1, "bad configuration", &e);
 		}
 		if (iv < 200 || iv > 60000) {
 			err_set(&e, 0, "--heartbeat-ms: give 200..60000");
-			die("bad configuration", &e);
+			daemon_die(1, "bad configuration", &e);
 		}
 		if (cfg_str(c, "advertise-url")) {
 			snprintf(self, sizeof(self), "%s", cfg_str(c, "advertise-url"));
@@ -979,7 +961,7 @@ int main(int argc, char **argv)
 			err_set(&e, 0, "--portal with --listen %s needs --advertise-url: the portal "
 				       "must know an address it can call",
 				*ho.listen ? ho.listen : "(all)");
-			die("bad configuration", &e);
+			daemon_die(1, "bad configuration", &e);
 		} else {
 			snprintf(self, sizeof(self), strchr(ho.listen, ':') ? "http://[%s]:%d"
 									  : "http://%s:%d",
@@ -996,12 +978,12 @@ int main(int argc, char **argv)
 		hbo.interval_ms = iv;
 		a.hb = na_heartbeat_start(a.node, &hbo, &e);
 		if (!a.hb)
-			die("cannot start", &e);
+			daemon_die(1, "cannot start", &e);
 	}
 	if (na_node_keeper_start(a.node, &e) == -1)
-		die("cannot start", &e);
-	log_info("serving", "{s:s, s:i, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv), "pool",
-		 no.pool);
+		daemon_die(1, "cannot start", &e);
+	log_info("serving", "{s:s, s:i, s:s, s:s}", "listen", ho.listen, "port", hsrv_port(a.srv),
+		 "pool", no.pool, "version", version_string());
 	rc = hsrv_run(a.srv);
 	na_heartbeat_stop(a.hb);
 	a.hb = NULL;
@@ -1033,7 +1015,7 @@ int main(int argc, char **argv)
 	na_node_free(a.node);
 	na_s3_free(s3);
 	na_egress_free(a.egress);
-	cfg_free(c);
+	daemon_end(&d);
 	log_info("stopped", NULL);
 	na_test_pause(NA_HOOK_EXIT); /* a thread still using what was freed would show now */
 	return rc == 0 ? 0 : 1;

@@ -13,10 +13,12 @@
 #include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/sbtoken.h"
 #include "common/secret.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,12 +73,6 @@ static const struct cfg_opt opts[] = {
 };
 
 static struct pt_portal portal;
-
-__attribute__((noreturn)) static void die(const char *what, const struct err *e)
-{
-	log_error(what, "{s:s}", "error", e->msg);
-	exit(1);
-}
 
 /* Ends the loop once the MCP tool calls have finished (they are answered
  * by the loop), or after 3 s. */
@@ -178,7 +174,7 @@ static void load_cfg(struct pt_portal *p, struct cfg *c)
 			"inconsistent limits: need 1 <= ttl-default <= ttl-max, wait-default <= "
 			"wait-max, 1 <= best-of <= 64, heartbeat-interval >= 200ms and at most half "
 			"of node-timeout (>= 1s), defaults within the maxima");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	k->policy.idle_s = cfg_duration_ms(c, "idle-timeout-default") / 1000;
 	k->policy.offload_s = cfg_duration_ms(c, "offload-after-default") / 1000;
@@ -186,115 +182,96 @@ static void load_cfg(struct pt_portal *p, struct cfg *c)
 	k->idle_cpu_pct = cfg_int(c, "idle-cpu-percent");
 	if (pt_policy_parse(&k->policy, cfg_str(c, "hibernate-policy"), &e) == -1) {
 		err_wrap(&e, "--hibernate-policy");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (k->idle_cpu_pct < 0 || k->idle_cpu_pct > 10000) {
 		err_set(&e, 0, "--idle-cpu-percent must be 0..10000");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (strlen(cfg_str(c, "proxy-url")) >= sizeof(k->proxy_url) ||
 	    !strstr(cfg_str(c, "proxy-url"), "{port}") || !strstr(cfg_str(c, "proxy-url"), "{id}")) {
 		err_set(&e, 0, "--proxy-url must contain {port} and {id}");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	snprintf(k->proxy_url, sizeof(k->proxy_url), "%s", cfg_str(c, "proxy-url"));
 	snprintf(k->default_template, sizeof(k->default_template), "%s",
 		 cfg_str(c, "default-template"));
 	if (!cfg_str(c, "node-credential-file")) {
 		err_set(&e, 0, "--node-credential-file is required");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	n = secret_read_file(cfg_str(c, "node-credential-file"), k->node_cred,
 			     sizeof(k->node_cred), 16, &e);
 	if (n < 0)
-		die(e.code ? "cannot read the node credential" : "bad configuration", &e);
+		daemon_die(1, e.code ? "cannot read the node credential" : "bad configuration", &e);
 	k->node_cred_len = (size_t)n;
 	n = sbtoken_key_load(cfg_str(c, "token-key-file"), true, k->token_key, sizeof(k->token_key),
 			     &e);
 	if (n < 0)
-		die("cannot load the token key", &e);
+		daemon_die(1, "cannot load the token key", &e);
 	k->token_key_len = (size_t)n;
 }
+
+static const struct daemon_cmd commands[] = {
+	{"key-create", "NAME [admin|user]", key_create},
+};
+
+static const struct daemon_opts start = {
+	.prog = "cloche-portal",
+	.opts = opts,
+	.nopts = ARRAY_LEN(opts),
+	.env_prefix = "CLOCHE_PORTAL",
+	.cmds = commands,
+	.ncmds = ARRAY_LEN(commands),
+	.signals = DAEMON_SIG_FD,
+};
 
 int main(int argc, char **argv)
 {
 	struct pt_portal *p = &portal;
 	struct err e = ERR_INIT;
 	struct hsrv_opts ho = {0};
+	struct daemon d;
 	struct cfg *c;
-	sigset_t mask;
-	size_t nargs = 0;
-	int sfd, rc, lvl;
+	int rc;
 
-	log_init("cloche-portal", LOG_INFO, 2);
-	c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_PORTAL");
-	if (!c)
-		return 1;
-	rc = cfg_load(c, argc, argv, &e);
-	if (rc == 1) {
-		cfg_free(c);
-		return 0;
-	}
-	if (rc == -1)
-		die("bad configuration", &e);
-	lvl = log_level_parse(cfg_str(c, "log-level"));
-	if (lvl < 0) {
-		err_set(&e, 0, "--log-level: `%s` is not debug, info, warn or error",
-			cfg_str(c, "log-level"));
-		die("bad configuration", &e);
-	}
-	log_init("cloche-portal", (enum log_level)lvl, 2);
-	if (cfg_args(c, &nargs)[0]) {
-		if (strcmp(cfg_args(c, NULL)[0], "key-create") == 0) {
-			rc = key_create(c, cfg_args(c, NULL), nargs);
-			cfg_free(c);
-			return rc;
-		}
-		err_set(&e, 0, "unknown command `%s` (the only one is `key-create NAME [ROLE]`)",
-			cfg_args(c, NULL)[0]);
-		die("bad configuration", &e);
-	}
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	load_cfg(p, c);
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&p->jobs_mu, NULL);
 	pthread_cond_init(&p->jobs_cv, NULL);
 
 	if (util_mkdir_parents(cfg_str(c, "db"), 0700) == -1) {
 		err_set(&e, errno, "mkdir for `%s`", cfg_str(c, "db"));
-		die("cannot open the database", &e);
+		daemon_die(1, "cannot open the database", &e);
 	}
 	p->st = pt_store_open(cfg_str(c, "db"), &e);
 	if (!p->st)
-		die("cannot open the database", &e);
+		daemon_die(1, "cannot open the database", &e);
 	p->started_at = pt_now_ms();
 	ho.listen = cfg_str(c, "listen");
 	ho.port = (int)cfg_int(c, "port");
 	ho.max_body = 16u << 20; /* heartbeats of big nodes; the API bounds its own bodies */
 	p->srv = hsrv_new(&ho, &e);
 	if (!p->srv)
-		die("cannot listen", &e);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd == -1 || hsrv_watch(p->srv, sfd, on_signal, p, &e) == -1 ||
+		daemon_die(1, "cannot listen", &e);
+	if (hsrv_watch(p->srv, take_fd(&d.sigfd), on_signal, p, &e) == -1 ||
 	    pt_api_routes(p, &e) == -1 || pt_core_start(p, &e) == -1)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	{
 		char *hosts = NULL;
 
 		if (asprintf(&hosts, "%s,%s", ho.listen, cfg_str(c, "allowed-hosts")) < 0 ||
 		    pt_mcp_start(p, ho.listen, hosts, &e) == -1)
-			die("cannot start the MCP server", &e);
+			daemon_die(1, "cannot start the MCP server", &e);
 		p->mcp_hosts = hosts; /* the server keeps pointing at it */
 	}
 	if (pt_store_key_admins(p->st, &e) == 0)
 		log_warn("no admin key exists: make one with `cloche-portal key-create NAME admin`",
 			 NULL);
-	log_info("serving", "{s:s, s:i, s:s, s:i}", "listen", ho.listen, "port", hsrv_port(p->srv),
-		 "db", cfg_str(c, "db"), "schema", pt_store_version(p->st));
+	log_info("serving", "{s:s, s:i, s:s, s:i, s:s}", "listen", ho.listen, "port",
+		 hsrv_port(p->srv), "db", cfg_str(c, "db"), "schema", pt_store_version(p->st),
+		 "version", version_string());
 	rc = hsrv_run(p->srv);
 
 	/* Node calls in flight get a few seconds; their answers are not used
@@ -329,7 +306,7 @@ int main(int argc, char **argv)
 	hsrv_free(p->srv);
 	pt_nodes_free(p);
 	pt_store_close(p->st);
-	cfg_free(c);
+	daemon_end(&d);
 	log_info("stopped", NULL);
 	return rc == 0 ? 0 : 1;
 }

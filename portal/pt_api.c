@@ -9,6 +9,7 @@
 #include "common/query.h"
 #include "common/rnd.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "portal/pt_core.h"
 #include "portal/pt_hib.h"
 #include "portal/pt_thumb.h"
@@ -1006,7 +1007,8 @@ static void h_healthz(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 
 	(void)req;
 	hsrv_resp_json(resp, p->stopping ? 503 : 200,
-		       json_pack("{s:s}", "status", p->stopping ? "stopping" : "ok"));
+		       json_pack("{s:s, s:s}", "status", p->stopping ? "stopping" : "ok", "version",
+				 version_string()));
 }
 
 static void h_metrics(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/query.h"
 #include "common/util.h"
+#include "common/version.h"
 #include "mcp/lib/mcp.h"
 
 #include <stdio.h>
@@ -392,7 +393,7 @@ int pt_mcp_start(struct pt_portal *p, const char *listen, const char *allowed_ho
 {
 	struct mcp_server_opts o = {
 		.name = "cloche-portal",
-		.version = "1",
+		.version = version_string(),
 		.instructions = "Sandboxes for you: acquire_sandbox gives you a Linux desktop with "
 				"its own MCP servers (shell, desktop, browser); connect to them "
 				"with its token. Release what you no longer need.",

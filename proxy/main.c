@@ -10,10 +10,12 @@
 #include "proxy/px_worker.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/sbtoken.h"
 #include "common/secret.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,12 +69,6 @@ static const struct cfg_opt opts[] = {
 static struct px_proxy proxy;
 static char credential[512];
 static unsigned char token_key[256];
-
-__attribute__((noreturn)) static void die(const char *what, const struct err *e)
-{
-	log_error(what, "{s:s}", "error", e->msg);
-	exit(1);
-}
 
 static void wake_all(void *ud)
 {
@@ -137,29 +133,30 @@ static void settings(struct px_proxy *p, struct cfg *c)
 	    !*s->domain || strchr(s->domain, '/') || s->domain[0] == '.') {
 		err_set(&e, 0, "need a port in 1..65535, 1K <= head-max <= %dK, head-timeout >= "
 			"100ms, limits >= 1, and a domain like `cloche.example.com`", PX_BLOCK / 2048);
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (cfg_str(c, "node-credential-file")) {
 		if (secret_read_file(cfg_str(c, "node-credential-file"), credential,
 				     sizeof(credential), 16, &e) < 0)
-			die(e.code ? "cannot read the node credential" : "bad configuration", &e);
+			daemon_die(1, e.code ? "cannot read the node credential" : "bad configuration",
+				   &e);
 		s->credential = credential;
 	} else if (*cfg_str(c, "portal")) {
 		err_set(&e, 0, "--portal needs --node-credential-file");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	n = sbtoken_key_load(cfg_str(c, "token-key-file"), false, token_key, sizeof(token_key), &e);
 	if (n < 0)
-		die("cannot load the token key", &e);
+		daemon_die(1, "cannot load the token key", &e);
 	s->token_key = token_key;
 	if (!cfg_str(c, "tls-cert") != !cfg_str(c, "tls-key")) {
 		err_set(&e, 0, "--tls-cert and --tls-key go together");
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	}
 	if (cfg_str(c, "tls-cert")) {
 		s->tls = px_tls_new(cfg_str(c, "tls-cert"), cfg_str(c, "tls-key"), &e);
 		if (!s->tls)
-			die("cannot load the TLS certificate", &e);
+			daemon_die(1, "cannot load the TLS certificate", &e);
 	}
 	s->token_key_len = (size_t)n;
 }
@@ -175,53 +172,36 @@ static void raise_nofile(void)
 	}
 }
 
+static const struct daemon_cmd commands[] = {
+	{"token", "SANDBOX-ID", print_token},
+};
+
+/* The workers wait on their own event loops: main takes the signals with
+ * sigwaitinfo(), and the workers inherit the mask that keeps them out. */
+static const struct daemon_opts start = {
+	.prog = "cloche-proxy",
+	.opts = opts,
+	.nopts = ARRAY_LEN(opts),
+	.env_prefix = "CLOCHE_PROXY",
+	.cmds = commands,
+	.ncmds = ARRAY_LEN(commands),
+	.signals = DAEMON_SIG_BLOCK,
+};
+
 int main(int argc, char **argv)
 {
 	struct px_proxy *p = &proxy;
 	struct err e = ERR_INIT;
 	struct px_route_cfg rc = {0};
 	char host[256] = "", advertise[300];
+	struct daemon d;
 	struct cfg *c;
-	sigset_t mask;
 	siginfo_t si;
-	size_t nargs = 0;
-	int r, lvl;
+	int r;
 
-	log_init("cloche-proxy", LOG_INFO, 2);
-	c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_PROXY");
-	if (!c)
-		return 1;
-	r = cfg_load(c, argc, argv, &e);
-	if (r == 1) {
-		cfg_free(c);
-		return 0;
-	}
-	if (r == -1)
-		die("bad configuration", &e);
-	lvl = log_level_parse(cfg_str(c, "log-level"));
-	if (lvl < 0) {
-		err_set(&e, 0, "--log-level: `%s` is not debug, info, warn or error",
-			cfg_str(c, "log-level"));
-		die("bad configuration", &e);
-	}
-	log_init("cloche-proxy", (enum log_level)lvl, 2);
-	if (cfg_args(c, &nargs)[0]) {
-		if (strcmp(cfg_args(c, NULL)[0], "token") == 0) {
-			r = print_token(c, cfg_args(c, NULL), nargs);
-			cfg_free(c);
-			return r;
-		}
-		err_set(&e, 0, "unknown command `%s` (the only one is `token ID`)",
-			cfg_args(c, NULL)[0]);
-		die("bad configuration", &e);
-	}
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	settings(p, c);
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL); /* the workers inherit it */
-	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	pthread_mutex_init(&p->addr_mu, NULL);
 
@@ -238,28 +218,29 @@ int main(int argc, char **argv)
 	rc.report_ms = (int)cfg_duration_ms(c, "report-interval");
 	p->routes = px_routes_new(&rc, wake_all, p, &e);
 	if (!p->routes)
-		die("bad configuration", &e);
+		daemon_die(1, "bad configuration", &e);
 	p->w = calloc((size_t)p->s.workers, sizeof(*p->w));
 	if (!p->w)
-		die("out of memory", &e);
+		daemon_die(1, "out of memory", &e);
 	for (int i = 0; i < p->s.workers; i++) {
 		p->w[i] = px_worker_new(p, i, &e);
 		if (!p->w[i])
-			die("cannot listen", &e);
+			daemon_die(1, "cannot listen", &e);
 		p->nworkers++;
 	}
 	if (px_routes_start(p->routes, &e) == -1)
-		die("cannot start", &e);
+		daemon_die(1, "cannot start", &e);
 	for (int i = 0; i < p->nworkers; i++)
 		if (px_worker_start(p->w[i], &e) == -1)
-			die("cannot start", &e);
-	log_info("serving", "{s:s, s:i, s:s, s:s, s:i, s:i, s:s, s:s}", "listen", p->s.listen, "port",
-		 p->s.port, "scheme", p->s.tls ? "https" : "http", "domain", p->s.domain,
+			daemon_die(1, "cannot start", &e);
+	log_info("serving", "{s:s, s:i, s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "listen", p->s.listen,
+		 "port", p->s.port, "scheme", p->s.tls ? "https" : "http", "domain", p->s.domain,
 		 "admin_port", p->s.admin_port, "workers", p->nworkers, "portal",
-		 *rc.portal ? rc.portal : "(none)", "node", rc.node_name);
+		 *rc.portal ? rc.portal : "(none)", "node", rc.node_name, "version",
+		 version_string());
 
 	do
-		r = sigwaitinfo(&mask, &si);
+		r = sigwaitinfo(&d.mask, &si);
 	while (r == -1 && errno == EINTR);
 	log_info("shutting down: no new connections, exchanges in flight finish", "{s:s, s:i}",
 		 "signal", strsignal(si.si_signo), "drain_ms", p->s.drain_timeout_ms);
@@ -270,7 +251,7 @@ int main(int argc, char **argv)
 	px_routes_free(p->routes);
 	px_tls_free(p->s.tls);
 	free(p->w);
-	cfg_free(c);
+	daemon_end(&d);
 	log_info("stopped", NULL);
 	return 0;
 }

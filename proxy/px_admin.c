@@ -1,6 +1,6 @@
 /* The operator's endpoints on the admin listener (loopback by default):
  *
- *	GET  /healthz                        200 while serving
+ *	GET  /healthz                        200 while serving (and the version)
  *	GET  /metrics                        Prometheus text
  *	GET  /v1/sandboxes[/{id}]            what the proxy knows and counts per sandbox
  *	POST /v1/sandboxes/{id}/drain?hold_ms=N   cut its connections (ours first,
@@ -16,6 +16,7 @@
 
 #include "common/secret.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -187,8 +188,8 @@ void px_admin_answer(struct px_proxy *p, const struct px_head *h, struct buf *ou
 	memcpy(path, h->target.p, plen);
 	path[plen] = '\0';
 	if (strcmp(path, "/healthz") == 0 && get) {
-		reply(out, 200, json_pack("{s:b, s:b}", "ok", 1, "stopping",
-					  atomic_load(&p->stopping)));
+		reply(out, 200, json_pack("{s:b, s:b, s:s}", "ok", 1, "stopping",
+					  atomic_load(&p->stopping), "version", version_string()));
 		return;
 	}
 	if (strcmp(path, "/metrics") == 0 && get) {

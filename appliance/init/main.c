@@ -8,9 +8,11 @@
 #include "spawn.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/http_server.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,9 +53,9 @@ static void health(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 
 	(void)req;
 	hsrv_resp_json(resp, ready ? 200 : 503,
-		       json_pack("{s:s, s:I, s:o}", "status", ready ? "ready" : "starting",
+		       json_pack("{s:s, s:I, s:o, s:s}", "status", ready ? "ready" : "starting",
 				 "uptime_ms", (json_int_t)(util_now_ms() - in->boot_ms),
-				 "services", sup_status(in->sup)));
+				 "services", sup_status(in->sup), "version", version_string()));
 }
 
 /* GET /connections: the sandbox's TCP connections through its interface
@@ -113,6 +115,18 @@ static const struct cfg_opt init_opts[] = {
 	{"memory-check-ms", CFG_INT, "100", "how often the memory guard looks"},
 };
 
+/* daemon_start() only ignores SIGPIPE here: as PID 1, init reads SIGCHLD
+ * and SIGHUP besides SIGTERM and SIGINT through its signalfd, a set
+ * spawn_signal_set() keeps next to the code that starts the services.  A
+ * bad flag exits 2, a bad service table 1 (test-init-host.sh). */
+static const struct daemon_opts start = {
+	.prog = "cloche-init",
+	.opts = init_opts,
+	.nopts = ARRAY_LEN(init_opts),
+	.env_prefix = "CLOCHE",
+	.usage_status = 2,
+};
+
 extern char **environ;
 
 /* Overwrites the value of every *_SECRET variable of this process's
@@ -130,43 +144,30 @@ static void scrub_secrets(void)
 
 int main(int argc, char **argv)
 {
-	struct cfg *opts = cfg_new(init_opts, ARRAY_LEN(init_opts), "CLOCHE");
+	struct daemon d;
+	struct cfg *opts;
 	struct init_config cfg;
 	struct init in = {.boot_ms = util_now_ms()};
 	struct err e = ERR_INIT;
 	const char *services;
 	long long port;
-	int level, sfd, r;
+	int sfd;
 	sigset_t set;
 
-	log_init("cloche-init", LOG_INFO, 2);
-	if (!opts)
-		return 1;
-	r = cfg_load(opts, argc, argv, &e);
-	if (r != 0) {
-		if (r < 0)
-			fprintf(stderr, "cloche-init: %s\n", e.msg);
-		cfg_free(opts);
-		return r < 0 ? 2 : 0;
-	}
-	level = log_level_parse(cfg_str(opts, "log-level"));
+	daemon_start(&start, argc, argv, &d);
+	opts = d.cfg;
 	port = cfg_int(opts, "health-port");
 	services = cfg_str(opts, "services");
 	in.guard_ms = (int)cfg_int(opts, "memory-check-ms");
 	in.guard.reserve_kb = cfg_int(opts, "memory-reserve-mb") * 1024;
 	snprintf(in.guard.proc, sizeof(in.guard.proc), "/proc");
-	if (level < 0 || port < 0 || port > 65535 || cfg_args(opts, NULL)[0] ||
-	    in.guard.reserve_kb < 0 || in.guard_ms < 10 || in.guard_ms > 60000) {
-		fprintf(stderr, "cloche-init: bad --log-level, --health-port, --memory-reserve-mb, "
-			"--memory-check-ms or extra arguments\n");
-		cfg_free(opts);
-		return 2;
+	if (port < 0 || port > 65535 || in.guard.reserve_kb < 0 || in.guard_ms < 10 ||
+	    in.guard_ms > 60000) {
+		err_set(&e, 0, "bad --health-port, --memory-reserve-mb or --memory-check-ms");
+		daemon_die(2, "bad configuration", &e);
 	}
-	log_init("cloche-init", (enum log_level)level, 2);
 	if (init_config_load(services, &cfg, &e)) {
-		log_error("bad service table", "{s:s}", "error", e.msg);
-		cfg_free(opts);
-		return 1;
+		daemon_die(1, "bad service table", &e);
 	}
 	/* The services' environments are built: the secrets among ours
 	 * (CLOCHE_VNC_SECRET, handed to cloche-vnc alone) are wiped in place,
@@ -175,39 +176,40 @@ int main(int argc, char **argv)
 	if (cfg_bool(opts, "check")) {
 		printf("%s: %zu services\n", services, cfg.nsvc);
 		init_config_free(&cfg);
-		cfg_free(opts);
+		daemon_end(&d);
 		return 0;
 	}
 
 	/* As PID 1 orphans come to us anyway; elsewhere (tests) ask for them. */
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-	signal(SIGPIPE, SIG_IGN);
 	spawn_signal_set(&set);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd == -1) {
+		err_set(&e, errno, "signalfd");
+		daemon_die(1, "cannot start", &e);
+	}
 	in.srv = hsrv_new(&(struct hsrv_opts){.listen = cfg_str(opts, "health-listen"), .port = (int)port,
 					       .max_body = 4096},
 			  &e);
-	if (sfd == -1 || !in.srv || !(in.sup = sup_new(&cfg, in.srv, &e)) ||
+	if (!in.srv || !(in.sup = sup_new(&cfg, in.srv, &e)) ||
 	    hsrv_route(in.srv, "GET", "/health", health, &in, &e) ||
 	    hsrv_route(in.srv, "GET", "/connections", connections, &in, &e) ||
 	    hsrv_route(in.srv, "GET", "/", health, &in, &e) ||
-	    hsrv_watch(in.srv, sfd, on_signal, &in, &e)) {
-		log_error("cannot start", "{s:s}", "error", sfd == -1 ? strerror(errno) : e.msg);
-		return 1;
-	}
+	    hsrv_watch(in.srv, sfd, on_signal, &in, &e))
+		daemon_die(1, "cannot start", &e);
 	if (in.guard.reserve_kb > 0) {
 		in.guard_tick = hsrv_timer_new(in.srv, guard_step, &in);
 		if (!in.guard_tick) {
-			log_error("cannot start", "{s:s}", "error", "memory guard timer");
-			return 1;
+			err_set(&e, 0, "memory guard timer");
+			daemon_die(1, "cannot start", &e);
 		}
 		hsrv_timer_arm(in.guard_tick, (uint64_t)in.guard_ms);
 	}
-	log_info("cloche-init up", "{s:i, s:s, s:i, s:I}", "pid", (int)getpid(), "services",
+	log_info("cloche-init up", "{s:i, s:s, s:i, s:I, s:s}", "pid", (int)getpid(), "services",
 		 services, "health_port", hsrv_port(in.srv), "memory_reserve_kb",
-		 (json_int_t)in.guard.reserve_kb);
+		 (json_int_t)in.guard.reserve_kb, "version", version_string());
 	sup_start(in.sup);
 	if (hsrv_run(in.srv))
 		log_error("event loop failed", NULL);
@@ -222,7 +224,7 @@ int main(int argc, char **argv)
 	hsrv_free(in.srv);
 	sup_free(in.sup);
 	init_config_free(&cfg);
-	cfg_free(opts);
+	daemon_end(&d);
 	log_info("cloche-init exiting", NULL);
 	return 0;
 }

@@ -12,13 +12,14 @@
 #include "recorder.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/http_server.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/util.h"
+#include "common/version.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,29 +150,29 @@ static int on_signal(void *ud, int fd)
 	return 0;
 }
 
+/* ffmpeg's end comes as SIGCHLD on the same signalfd as SIGTERM. */
+static const struct daemon_opts start = {
+	.prog = "cloche-rec",
+	.opts = rec_opts_tab,
+	.nopts = ARRAY_LEN(rec_opts_tab),
+	.env_prefix = "CLOCHE",
+	.signals = DAEMON_SIG_FD | DAEMON_SIG_CHLD,
+	.usage_status = 2,
+};
+
 extern char **environ;
 
 int main(int argc, char **argv)
 {
-	struct cfg *c = cfg_new(rec_opts_tab, ARRAY_LEN(rec_opts_tab), "CLOCHE");
+	struct daemon d;
+	struct cfg *c;
 	struct app a = {0};
 	struct rec_opts o;
 	struct err e = ERR_INIT;
 	long long port;
-	int level, r, sfd;
-	sigset_t set;
 
-	log_init("cloche-rec", LOG_INFO, 2);
-	if (!c)
-		return 1;
-	r = cfg_load(c, argc, argv, &e);
-	if (r != 0) {
-		if (r < 0)
-			fprintf(stderr, "cloche-rec: %s\n", e.msg);
-		cfg_free(c);
-		return r < 0 ? 2 : 0;
-	}
-	level = log_level_parse(cfg_str(c, "log-level"));
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	port = cfg_int(c, "port");
 	o = (struct rec_opts){
 		.dir = cfg_str(c, "dir"),
@@ -184,47 +185,35 @@ int main(int argc, char **argv)
 		.start_timeout_ms = cfg_duration_ms(c, "start-timeout"),
 		.stop_timeout_ms = cfg_duration_ms(c, "stop-timeout"),
 	};
-	if (level < 0 || port < 0 || port > 65535 || o.width < 16 || o.width > 8192 ||
-	    o.height < 16 || o.height > 8192 || o.fps < 1 || o.fps > 60 || o.crf < 0 || o.crf > 51 ||
-	    o.dir[0] != '/' || o.ffmpeg[0] != '/' || cfg_args(c, NULL)[0]) {
-		fprintf(stderr, "cloche-rec: bad --log-level, --port, --width, --height, --fps, "
-				"--crf, --dir, --ffmpeg or extra arguments\n");
-		cfg_free(c);
-		return 2;
+	if (port < 0 || port > 65535 || o.width < 16 || o.width > 8192 || o.height < 16 ||
+	    o.height > 8192 || o.fps < 1 || o.fps > 60 || o.crf < 0 || o.crf > 51 ||
+	    o.dir[0] != '/' || o.ffmpeg[0] != '/') {
+		err_set(&e, 0, "bad --port, --width, --height, --fps, --crf, --dir or --ffmpeg");
+		daemon_die(2, "bad configuration", &e);
 	}
 	snprintf(a.secret, sizeof(a.secret), "%s", cfg_str(c, "rec-secret"));
 	/* gVisor lets every user read /proc/PID/environ. */
 	for (char **v = environ; v && *v; v++)
 		if (strncmp(*v, "CLOCHE_REC_SECRET=", 18) == 0)
 			explicit_bzero(*v + 18, strlen(*v + 18));
-	log_init("cloche-rec", (enum log_level)level, 2);
 	if (!a.secret[0])
 		log_warn("no CLOCHE_REC_SECRET: every request will be refused", NULL);
-
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	a.srv = hsrv_new(&(struct hsrv_opts){.listen = cfg_str(c, "listen"), .port = (int)port,
 					     .max_body = 4096},
 			 &e);
-	if (sfd == -1 || !a.srv || !(a.rec = recorder_new(&o, &e)) ||
+	if (!a.srv || !(a.rec = recorder_new(&o, &e)) ||
 	    hsrv_route(a.srv, "POST", "/start", h_start, &a, &e) ||
 	    hsrv_route(a.srv, "POST", "/stop", h_stop, &a, &e) ||
 	    hsrv_route(a.srv, "GET", "/status", h_status, &a, &e) ||
-	    hsrv_watch(a.srv, sfd, on_signal, &a, &e)) {
-		log_error("cannot start", "{s:s}", "error", sfd == -1 ? strerror(errno) : e.msg);
-		return 1;
-	}
-	log_info("cloche-rec up", "{s:i, s:s}", "port", hsrv_port(a.srv), "dir", o.dir);
+	    hsrv_watch(a.srv, take_fd(&d.sigfd), on_signal, &a, &e))
+		daemon_die(1, "cannot start", &e);
+	log_info("cloche-rec up", "{s:i, s:s, s:s}", "port", hsrv_port(a.srv), "dir", o.dir,
+		 "version", version_string());
 	if (hsrv_run(a.srv))
 		log_error("event loop failed", NULL);
 	hsrv_free(a.srv);
 	recorder_free(a.rec);
 	explicit_bzero(a.secret, sizeof(a.secret));
-	cfg_free(c);
+	daemon_end(&d);
 	return 0;
 }

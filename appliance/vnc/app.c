@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/sbtoken.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -183,11 +184,11 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 		}
 	}
 	XFlush(app->disp.dpy);
-	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b, s:s}", "display",
-		 o->display, "width", app->disp.width, "height", app->disp.height, "listen",
-		 o->listen, "rfb_port", o->rfb_port, "http_port", o->http_port, "web_dir",
+	log_info("cloche-vnc started", "{s:s, s:i, s:i, s:s, s:i, s:i, s:s, s:b, s:b, s:s, s:s}",
+		 "display", o->display, "width", app->disp.width, "height", app->disp.height,
+		 "listen", o->listen, "rfb_port", o->rfb_port, "http_port", o->http_port, "web_dir",
 		 o->web_dir, "view_only", o->view_only, "auth", o->password_file != NULL || o->secret != NULL,
-		 "control", app->lease ? "lease" : "shared");
+		 "control", app->lease ? "lease" : "shared", "version", version_string());
 	return app;
 fail:
 	vnc_app_stop(app);

@@ -3,6 +3,8 @@
 #include "options.h"
 #include "size.h"
 
+#include "common/version.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -26,6 +28,7 @@ enum {
 	OPT_RESIZE,
 	OPT_SIZE,
 	OPT_HELP,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -44,6 +47,7 @@ static const struct option long_opts[] = {
 	{"resize", required_argument, NULL, OPT_RESIZE},
 	{"size", required_argument, NULL, OPT_SIZE},
 	{"help", no_argument, NULL, OPT_HELP},
+	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
 };
 
@@ -78,6 +82,7 @@ void vnc_options_usage(const char *prog, int to_stderr)
 		"                        (default: the X screen's size at start)\n"
 		"  --log-level LEVEL     debug, info, warn or error (default info)\n"
 		"  --help                show this text and exit\n"
+		"  --version             print the version and exit\n"
 		"\n"
 		"CLOCHE_VNC_SECRET, when set, is the sandbox's secret: a WebSocket must\n"
 		"carry it as ?secret= and it is the VNC password (when no --password-file).\n"
@@ -197,6 +202,9 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 			break;
 		case OPT_HELP:
 			vnc_options_usage(argv[0], 0);
+			return VNC_OPTIONS_EXIT;
+		case OPT_VERSION:
+			version_print("cloche-vnc");
 			return VNC_OPTIONS_EXIT;
 		case ':':
 			err_set(e, 0, "option `%s` needs a value", argv[optind - 1]);

@@ -33,11 +33,12 @@ struct vnc_options {
 
 enum vnc_options_result {
 	VNC_OPTIONS_RUN,  /* options parsed: run */
-	VNC_OPTIONS_EXIT, /* --help printed: exit 0 */
+	VNC_OPTIONS_EXIT, /* --help or --version printed: exit 0 */
 	VNC_OPTIONS_BAD,  /* usage error, message in e: exit 2 */
 };
 
-/* Fills o from argv (getopt_long; --help writes usage to stdout).  Strings in
+/* Fills o from argv (getopt_long; --help writes usage to stdout, --version
+ * "cloche-vnc VERSION").  Strings in
  * o point into argv or static storage.  Returns what main() should do; on
  * VNC_OPTIONS_BAD, e holds a sentence for the user. */
 enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char **argv,

@@ -11,6 +11,7 @@
  * can grow it later), and exits 0, so that nothing started after Xvfb sees
  * another size. */
 #include "appliance/x11/x11_randr.h"
+#include "common/version.h"
 
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
@@ -132,7 +133,8 @@ int main(int argc, char **argv)
 		{"display", required_argument, NULL, 'd'}, {"class", required_argument, NULL, 'c'},
 		{"min-width", required_argument, NULL, 'w'}, {"min-height", required_argument, NULL, 'h'},
 		{"min-colours", required_argument, NULL, 'n'}, {"list", no_argument, NULL, 'l'}, {"help", no_argument, NULL, 'H'},
-		{"set-size", required_argument, NULL, 's'}, {"wait-ms", required_argument, NULL, 'W'}, {NULL, 0, NULL, 0},
+		{"set-size", required_argument, NULL, 's'}, {"wait-ms", required_argument, NULL, 'W'},
+		{"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0},
 	};
 	const char *display = NULL, *cls = NULL, *size = NULL;
 	int min_w = 1, min_h = 1, list = 0, c, found = 0, wait_ms = 4000;
@@ -154,9 +156,13 @@ int main(int argc, char **argv)
 			printf("usage: cloche-xprobe [--display :0] [--class NAME] [--min-width N] "
 			       "[--min-height N] [--min-colours N] [--list]\n"
 			       "       cloche-xprobe [--display :0] --set-size WxH [--wait-ms MS]\n"
+			       "       cloche-xprobe --version\n"
 			       "Exit 0 when a matching window is mapped (and painted with at least N colours);\n"
 			       "or, with --set-size, once the display is up (waiting up to MS ms, default\n"
 			       "4000) and its screen was given that size (RandR).\n");
+			return 0;
+		case 'V':
+			version_print("cloche-xprobe");
 			return 0;
 		default: return 2;
 		}

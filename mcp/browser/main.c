@@ -17,8 +17,10 @@
 #include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -50,6 +52,16 @@ static const struct cfg_opt opts[] = {
 	{"ready-socket", CFG_STR, "/tmp/.mcp-browser-ready",
 	 "unix socket opened once serving, for init's readiness probe (\"\" for none)"},
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
+};
+
+/* SIGTERM is mcp_server_run()'s; the arguments are the browser's command. */
+static const struct daemon_opts start = {
+	.prog = "mcp-browser",
+	.opts = opts,
+	.nopts = ARRAY_LEN(opts),
+	.env_prefix = "CLOCHE_BROWSER",
+	.args = true,
+	.usage_status = 2,
 };
 
 static atomic_bool chrome_gone;
@@ -113,45 +125,25 @@ static int ready_open(const char *path, struct err *e)
 
 int main(int argc, char **argv)
 {
-	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_BROWSER");
+	struct daemon d;
+	struct cfg *c;
 	struct err e = ERR_INIT;
 	struct chrome ch = {-1, -1, -1};
 	struct cdp *cdp = NULL;
 	struct browser *b = NULL;
 	struct mcp_server *srv = NULL;
 	struct tools *tools = NULL;
-	int rc = 1, level;
+	int rc = 1;
 	size_t nargs;
 
-	log_init("mcp-browser", LOG_INFO, 2);
-	if (!c) {
-		log_error("out of memory", NULL);
-		return 1;
-	}
-	int r = cfg_load(c, argc, argv, &e);
-	if (r == 1) {
-		cfg_free(c);
-		return 0;
-	}
-	if (r == -1) {
-		log_error("bad configuration", "{s:s}", "error", e.msg);
-		cfg_free(c);
-		return 2;
-	}
-	if ((level = log_level_parse(cfg_str(c, "log-level"))) < 0) {
-		log_error("bad configuration", "{s:s}", "error", "--log-level: use debug, info, warn or error");
-		cfg_free(c);
-		return 2;
-	}
-	log_init("mcp-browser", (enum log_level)level, 2);
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	char *const *cmd = cfg_args(c, &nargs);
 	if (nargs == 0) {
-		log_error("bad configuration", "{s:s}", "error",
-			  "give the browser's command line after --, e.g. -- /usr/bin/chromium --no-sandbox URL");
-		cfg_free(c);
-		return 2;
+		err_set(&e, 0, "give the browser's command line after --, e.g. -- /usr/bin/chromium "
+			       "--no-sandbox URL");
+		daemon_die(2, "bad configuration", &e);
 	}
-	signal(SIGPIPE, SIG_IGN);
 
 	/* Before any thread: the fork in chrome_launch() stays simple. */
 	if (chrome_launch(cmd, &ch, &e) == -1) {
@@ -183,7 +175,7 @@ int main(int argc, char **argv)
 
 	struct mcp_server_opts so = {
 		.name = "cloche-browser",
-		.version = "0.1.0",
+		.version = version_string(),
 		.instructions = "Drives the sandbox's visible Chromium (the one on its VNC screen). "
 				"Take a browser_snapshot to get element refs, then act with them; "
 				"refs go stale when the page changes.",
@@ -204,7 +196,7 @@ int main(int argc, char **argv)
 		log_error("cannot signal readiness", "{s:s}", "error", e.msg);
 		goto out;
 	}
-	log_info("serving", "{s:i}", "port", mcp_server_port(srv));
+	log_info("serving", "{s:i, s:s}", "port", mcp_server_port(srv), "version", version_string());
 	if (mcp_server_run(srv) == -1)
 		log_error("the MCP server loop failed", NULL);
 	rc = atomic_load(&chrome_gone) ? 1 : 0;
@@ -221,6 +213,6 @@ out:
 		close(ch.wfd);
 	if (ch.rfd >= 0)
 		close(ch.rfd);
-	cfg_free(c);
+	daemon_end(&d);
 	return rc;
 }

@@ -12,10 +12,11 @@
 #include "mcp/lib/mcp.h"
 
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,19 @@ static const struct cfg_opt desk_opts[] = {
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
 
+/* SIGTERM is mcp_server_run()'s. */
+static const struct daemon_opts start = {
+	.prog = "mcp-desktop",
+	.opts = desk_opts,
+	.nopts = ARRAY_LEN(desk_opts),
+	.env_prefix = "MCP_DESKTOP",
+	.usage_status = 2,
+};
+
 int main(int argc, char **argv)
 {
-	struct cfg *c = cfg_new(desk_opts, ARRAY_LEN(desk_opts), "MCP_DESKTOP");
+	struct daemon d;
+	struct cfg *c;
 	struct desk_actions_opts ao = {0};
 	struct desk_screen *scr = NULL;
 	struct desk_actions *act = NULL;
@@ -52,35 +63,18 @@ int main(int argc, char **argv)
 	struct mcp_server *srv = NULL;
 	struct err e = ERR_INIT;
 	long long port, level;
-	int lvl, r, status = 1, w, h;
+	int status = 1, w, h;
 
-	log_init("mcp-desktop", LOG_INFO, 2);
-	if (!c)
-		return 1;
-	r = cfg_load(c, argc, argv, &e);
-	if (r != 0) {
-		if (r < 0)
-			fprintf(stderr, "mcp-desktop: %s\n", e.msg);
-		cfg_free(c);
-		return r < 0 ? 2 : 0;
-	}
-	lvl = log_level_parse(cfg_str(c, "log-level"));
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	port = cfg_int(c, "port");
 	level = cfg_int(c, "png-level");
-	if (lvl < 0 || port < 0 || port > 65535 || level < 0 || level > 9 ||
-	    cfg_args(c, NULL)[0]) {
-		fprintf(stderr, "mcp-desktop: bad --log-level, --port, --png-level or extra "
-				"arguments\n");
-		cfg_free(c);
-		return 2;
+	if (port < 0 || port > 65535 || level < 0 || level > 9) {
+		err_set(&e, 0, "bad --port or --png-level");
+		daemon_die(2, "bad configuration", &e);
 	}
-	if (desk_size_parse(cfg_str(c, "screen-size"), 0, 0, &w, &h, &e) == -1) {
-		fprintf(stderr, "mcp-desktop: --%s\n", e.msg);
-		cfg_free(c);
-		return 2;
-	}
-	log_init("mcp-desktop", (enum log_level)lvl, 2);
-	signal(SIGPIPE, SIG_IGN);
+	if (desk_size_parse(cfg_str(c, "screen-size"), 0, 0, &w, &h, &e) == -1)
+		daemon_die(2, "bad configuration", &e);
 	ao.settle_ms = (long)cfg_duration_ms(c, "settle");
 	ao.screenshot_after = cfg_bool(c, "action-screenshot");
 	ao.png_level = (int)level;
@@ -104,7 +98,7 @@ int main(int argc, char **argv)
 	    !(clip = x11_clip_open(cfg_str(c, "display"), 0, 0, &e)))
 		goto out;
 	srv = mcp_server_new(&(struct mcp_server_opts){.name = "cloche-desktop",
-						      .version = "0.1.0",
+						      .version = version_string(),
 						      .instructions = "Computer use on a Linux "
 								      "desktop: take a screenshot "
 								      "first, then act on what "
@@ -117,11 +111,11 @@ int main(int argc, char **argv)
 		goto out;
 	desk_screen_size(scr, &w, &h);
 	desk_actions_model_size(act, &ao.model_w, &ao.model_h);
-	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b, s:b, s:b}", "port",
+	log_info("mcp-desktop started", "{s:i, s:i, s:i, s:i, s:i, s:I, s:b, s:b, s:b, s:s}", "port",
 		 mcp_server_port(srv), "width", w, "height", h, "model_width", ao.model_w,
 		 "model_height", ao.model_h, "settle_ms", (json_int_t)ao.settle_ms,
 		 "action_screenshot", ao.screenshot_after, "clipboard", clip != NULL, "pointer",
-		 ao.pointer);
+		 ao.pointer, "version", version_string());
 	status = mcp_server_run(srv) == 0 ? 0 : 1;
 out:
 	if (status && e.msg[0])
@@ -131,6 +125,6 @@ out:
 	x11_clip_close(clip);
 	desk_actions_free(act);
 	desk_screen_close(scr);
-	cfg_free(c);
+	daemon_end(&d);
 	return status;
 }

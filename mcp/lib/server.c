@@ -846,8 +846,8 @@ int mcp_server_run(struct mcp_server *s)
 		return -1;
 	}
 	s->sig_pipe[0] = -1; /* the loop owns it now */
-	log_info("mcp serving", "{s:s, s:i, s:i}", "name", s->o.name, "port", mcp_server_port(s),
-		 "tools", (int)s->ntools);
+	log_info("mcp serving", "{s:s, s:i, s:i, s:s}", "name", s->o.name, "port", mcp_server_port(s),
+		 "tools", (int)s->ntools, "version", s->o.version ? s->o.version : "0");
 	rc = hsrv_run(s->http);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);

@@ -4,8 +4,10 @@
 #include "mcp/shell/shell.h"
 #include "mcp/shell/spawn.h"
 #include "common/cfg.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,28 +30,26 @@ static const struct cfg_opt opts[] = {
 	{"log-level", CFG_STR, "info", "debug, info, warn or error"},
 };
 
+/* SIGTERM is mcp_server_run()'s. */
+static const struct daemon_opts start = {
+	.prog = "mcp-shell",
+	.opts = opts,
+	.nopts = ARRAY_LEN(opts),
+	.env_prefix = "CLOCHE_MCP_SHELL",
+	.usage_status = 2,
+};
+
 int main(int argc, char **argv)
 {
 	struct err e = ERR_INIT;
-	struct cfg *c = cfg_new(opts, ARRAY_LEN(opts), "CLOCHE_MCP_SHELL");
+	struct daemon d;
+	struct cfg *c;
 	struct msh_conf conf;
 	struct mcp_server *s;
-	int r, lvl;
+	int r;
 
-	log_init("mcp-shell", LOG_INFO, 2);
-	if (!c) {
-		fprintf(stderr, "mcp-shell: out of memory\n");
-		return 1;
-	}
-	r = cfg_load(c, argc, argv, &e);
-	if (r) {
-		if (r < 0)
-			fprintf(stderr, "mcp-shell: %s\n", e.msg);
-		cfg_free(c);
-		return r < 0 ? 2 : 0;
-	}
-	lvl = log_level_parse(cfg_str(c, "log-level"));
-	log_init("mcp-shell", lvl < 0 ? LOG_INFO : (enum log_level)lvl, 2);
+	daemon_start(&start, argc, argv, &d);
+	c = d.cfg;
 	conf = (struct msh_conf){
 		.shell = cfg_str(c, "shell"),
 		.max_output = cfg_size(c, "max-output"),
@@ -61,15 +61,14 @@ int main(int argc, char **argv)
 	};
 	if (!conf.max_output || !conf.ring || !conf.max_file || conf.timeout_ms < 1 ||
 	    conf.max_timeout_ms < conf.timeout_ms || !conf.max_procs || access(conf.shell, X_OK)) {
-		fprintf(stderr, "mcp-shell: bad limits, or shell %s is not executable\n", conf.shell);
-		cfg_free(c);
-		return 2;
+		err_set(&e, 0, "bad limits, or shell %s is not executable", conf.shell);
+		daemon_die(2, "bad configuration", &e);
 	}
 	/* Orphans of helpers that die abnormally come back to us, not to init. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	s = mcp_server_new(&(struct mcp_server_opts){
 				   .name = "cloche-shell",
-				   .version = "0.1.0",
+				   .version = version_string(),
 				   .instructions = "Shell and file access inside a disposable Linux sandbox "
 						   "(Debian, user `agent`, home directory as the default working "
 						   "directory). Use run_command for commands that finish, "
@@ -85,14 +84,13 @@ int main(int argc, char **argv)
 	if (!s || msh_spawn_init(&e) || msh_exec_register(s, &conf, &e) ||
 	    msh_procs_register(s, &conf, &e) || msh_files_register(s, &conf, &e) ||
 	    msh_search_register(s, &conf, &e)) {
-		log_error("mcp-shell cannot start", "{s:s}", "error", e.msg);
 		mcp_server_free(s);
-		cfg_free(c);
-		return 1;
+		daemon_end(&d);
+		daemon_die(1, "mcp-shell cannot start", &e);
 	}
 	r = mcp_server_run(s);
 	msh_procs_shutdown();
 	mcp_server_free(s);
-	cfg_free(c);
+	daemon_end(&d);
 	return r ? 1 : 0;
 }

@@ -3,6 +3,8 @@ UNIT_COMMON_SRCS := $(wildcard tests/unit/common/*.c)
 UNIT_COMMON_OBJS := $(UNIT_COMMON_SRCS:%.c=$(BUILD)/obj/%.o)
 CFLAGS_tests := $(call pc_cflags,check $(PKGS))
 
+$(BUILD)/obj/tests/unit/common/test_version.o: CFLAGS += -DCLOCHE_VERSION_FILE='"$(CURDIR)/VERSION"'
+
 $(BUILD)/tests/unit-common: $(UNIT_COMMON_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS)

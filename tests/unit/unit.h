@@ -17,6 +17,8 @@ Suite *suite_utf8(void);
 Suite *suite_b64(void);
 Suite *suite_rnd(void);
 Suite *suite_secret(void);
+Suite *suite_version(void);
+Suite *suite_daemon(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);

@@ -1,6 +1,6 @@
 /* Unit tests for common/cfg: precedence of the four sources, value syntax
- * of each type, errors that cite their source, --help, boolean negation and
- * the arguments left after flags. */
+ * of each type, errors that cite their source, --help and --version,
+ * boolean negation and the arguments left after flags. */
 #include "common/cfg.h"
 #include "common/util.h"
 #include "tests/unit/unit.h"
@@ -339,6 +339,47 @@ START_TEST(help_is_printed)
 }
 END_TEST
 
+/* --version is the caller's to answer (it knows the version): cfg_load()
+ * says so and prints nothing; --help wins when both are given, and the
+ * help lists --version. */
+START_TEST(version_is_reported)
+{
+	static const struct {
+		const char *args[4];
+		int rc;
+	} cases[] = {
+		{{"--version"}, 2},
+		{{"--name", "x", "--version"}, 2},
+		{{"--version", "--help"}, 1},
+		{{"--", "--version"}, 0}, /* after "--": an argument */
+		{{"--name", "--version"}, 0}, /* a flag's value */
+	};
+	int saved = dup(1), fd = memfd_create("version", 0);
+	char out[4096] = "";
+
+	fflush(stdout);
+	dup2(fd, 1);
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct err e = ERR_INIT;
+		struct cfg *c;
+		off_t before = lseek(fd, 0, SEEK_END);
+		int rc = load(&c, &e, cases[i].args);
+
+		fflush(stdout);
+		ck_assert_msg(rc == cases[i].rc, "case %zu: %d (%s)", i, rc, e.msg);
+		if (rc != 1)
+			ck_assert_msg(lseek(fd, 0, SEEK_END) == before, "case %zu printed", i);
+		cfg_free(c);
+	}
+	dup2(saved, 1);
+	close(saved);
+	ck_assert_int_gt(pread(fd, out, sizeof(out) - 1, 0), 0);
+	close(fd);
+	ck_assert_msg(strstr(out, "--version"), "%s", out);
+	ck_assert_msg(strstr(out, "print the version and exit"), "%s", out);
+}
+END_TEST
+
 START_TEST(no_env_prefix_ignores_environment)
 {
 	char *argv[] = {"prog", NULL};
@@ -440,6 +481,7 @@ Suite *suite_cfg(void)
 	tcase_add_loop_test(tc, bool_flags_and_negation, 0, (int)ARRAY_LEN(bools));
 	tcase_add_test(tc, remaining_args_are_returned);
 	tcase_add_test(tc, help_is_printed);
+	tcase_add_test(tc, version_is_reported);
 	tcase_add_test(tc, no_env_prefix_ignores_environment);
 	tcase_add_test(tc, each_count_walks_name_n_lists);
 	suite_add_tcase(s, tc);
