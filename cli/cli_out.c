@@ -1,8 +1,10 @@
 /* The CLI's output helpers; see cli_out.h. */
 #include "cli/cli_out.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -129,4 +131,41 @@ int cli_exit_code(long status)
 	case 504: return 6;
 	default: return 1;
 	}
+}
+
+const char *cli_str(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "-";
+}
+
+int cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("cloche: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+void cli_print_json(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+	if (s)
+		puts(s);
+	free(s);
+}
+
+void cli_print_rows(const char *const *h, size_t n, json_t *rows)
+{
+	struct buf b = BUF_INIT(16u << 20);
+
+	cli_table(&b, h, n, rows);
+	fputs(buf_str(&b), stdout);
+	buf_free(&b);
 }

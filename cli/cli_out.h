@@ -1,10 +1,13 @@
 /* What the CLI prints: tables that fit a terminal, relative times, the
- * MCP client configuration block.  Pure functions over JSON, unit-tested. */
+ * MCP client configuration block (pure functions over JSON, unit-tested),
+ * and the few writers every command shares: an error line on stderr, the
+ * portal's JSON or a table on stdout. */
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
 #include "common/buf.h"
 
 #include <jansson.h>
+#include <stddef.h>
 
 /* "in 9m", "3h ago", "now": the RFC 3339 time iso relative to now_ms
  * (epoch ms); "-" for NULL or unparsable. */
@@ -19,5 +22,18 @@ int cli_table(struct buf *b, const char *const *header, size_t ncol, json_t *row
 json_t *cli_mcp_config(const json_t *sandbox);
 /* The process exit code for an HTTP status (see cli/main.c). */
 int cli_exit_code(long status);
+/* The string member k of o, or "-" when it is absent or not a string.
+ * Borrowed from o. */
+const char *cli_str(const json_t *o, const char *k);
+
+/* Prints `cloche: <message>` and a newline on stderr.  Returns code, so a
+ * failure site reads `return cli_fail(2, ...)`. */
+int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints v on stdout as indented JSON in its own key order, and a newline;
+ * nothing when it cannot be serialised. */
+void cli_print_json(const json_t *v);
+/* Prints rows (an array of arrays of n strings) under the header names h
+ * as a table on stdout (cli_table, up to 16 MiB). */
+void cli_print_rows(const char *const *h, size_t n, json_t *rows);
 
 #endif

@@ -8,9 +8,10 @@ $(BUILD)/bin/cloche: $(CLI_OBJS) $(COMMON_LIB)
 
 BINS += $(BUILD)/bin/cloche
 
-# Unit tests of its pure parts (tests/unit/cli/).
-UNIT_CLI_OBJS := $(BUILD)/obj/tests/unit/cli/test_cli.o $(BUILD)/obj/cli/cli_config.o \
-	$(BUILD)/obj/cli/cli_out.o
+# Unit tests of its pure parts and its command table (tests/unit/cli/): every
+# module but main.o, since the table names every handler.
+UNIT_CLI_OBJS := $(BUILD)/obj/tests/unit/cli/test_cli.o \
+	$(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJS))
 $(BUILD)/obj/tests/unit/cli/%.o: CFLAGS += $(call pc_cflags,check)
 $(BUILD)/tests/unit-cli: $(UNIT_CLI_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)

@@ -1,5 +1,8 @@
 /* Unit tests for the cloche CLI's pure parts: config files and their
- * precedence, relative times, tables, the MCP client block, exit codes. */
+ * precedence, relative times, tables, the MCP client block, exit codes,
+ * argument helpers, and the command table with the help it prints. */
+#include "cli/cli_args.h"
+#include "cli/cli_cmd.h"
 #include "cli/cli_config.h"
 #include "cli/cli_out.h"
 
@@ -145,6 +148,124 @@ START_TEST(exit_codes)
 }
 END_TEST
 
+START_TEST(args)
+{
+	static const struct {
+		const char *s;
+		long lo, hi;
+		bool ok;
+		long v;
+	} nums[] = {{"5", 1, 10, true, 5},   {"1", 1, 10, true, 1},   {"10", 1, 10, true, 10},
+		    {"0", 1, 10, false, 0},  {"11", 1, 10, false, 0}, {"", 1, 10, false, 0},
+		    {"5s", 1, 10, false, 0}, {"-1", -1, 10, true, -1}};
+	char *v[] = {"--ttl", "5", "--ttl=6", "--ttlx", "--ttl"};
+	struct cli_args a = {.n = 5, .v = v};
+	json_t *o = json_object();
+	bool bad = false;
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		long got = 0;
+
+		ck_assert_msg(cli_whole(nums[i].s, nums[i].lo, nums[i].hi, &got) == nums[i].ok, "%s",
+			      nums[i].s);
+		if (nums[i].ok)
+			ck_assert_int_eq(got, nums[i].v);
+	}
+	a.i = 0; /* "--ttl V" moves onto V */
+	ck_assert_str_eq(cli_opt_val(&a, "--ttl", &bad), "5");
+	ck_assert_int_eq(a.i, 1);
+	a.i = 2;
+	ck_assert_str_eq(cli_opt_val(&a, "--ttl", &bad), "6");
+	a.i = 3; /* another option that starts the same */
+	ck_assert_ptr_null(cli_opt_val(&a, "--ttl", &bad));
+	ck_assert(!bad);
+	a.i = 4; /* the last argument, its value missing */
+	ck_assert_ptr_null(cli_opt_val(&a, "--ttl", &bad));
+	ck_assert(bad);
+	ck_assert_int_eq(cli_kv_into(o, "--label", "k=v=w"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "k")), "v=w");
+	ck_assert_int_eq(cli_kv_into(o, "--label", "=v"), 2);
+	ck_assert_int_eq(cli_kv_into(o, "--label", "k"), 2);
+	json_decref(o);
+}
+END_TEST
+
+/* The table: unique names, a handler each, a group's rows together, an
+ * alias only where its command is listed, joins only onto a listed row. */
+START_TEST(cmd_table)
+{
+	size_t n;
+	const struct cli_cmd *t = cli_cmd_all(&n);
+
+	ck_assert_uint_gt(n, 20);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_ptr_nonnull(t[i].run);
+		ck_assert_ptr_eq(cli_cmd_find(t[i].name), &t[i]);
+		if (i > 0)
+			ck_assert_msg(t[i].group >= t[i - 1].group, "%s: its group is elsewhere",
+				      t[i].name);
+		if (t[i].synopsis)
+			ck_assert_msg(strncmp(t[i].synopsis, t[i].name, strlen(t[i].name)) == 0,
+				      "%s: the synopsis starts with the name", t[i].name);
+		if (t[i].joined)
+			ck_assert(i > 0 && t[i - 1].synopsis && t[i].synopsis);
+		if (!t[i].synopsis) {
+			bool listed = false;
+
+			for (size_t j = 0; j < n; j++)
+				listed |= t[j].synopsis && t[j].run == t[i].run;
+			ck_assert_msg(listed, "%s: an alias of nothing listed", t[i].name);
+		}
+	}
+	ck_assert_ptr_eq(cli_cmd_find("ls")->run, cli_cmd_find("list")->run);
+	ck_assert_ptr_null(cli_cmd_find("bogus"));
+	ck_assert_ptr_null(cli_cmd_find(""));
+	ck_assert(cli_cmd_find("nodes")->no_args);
+	ck_assert(!cli_cmd_find("keys")->no_args);
+}
+END_TEST
+
+/* The help's layout: help text from column 41, or under it when the
+ * synopsis reaches that far; continuations; joined rows. */
+START_TEST(cmd_help)
+{
+	char *text = NULL;
+	size_t len = 0, n;
+	FILE *f = open_memstream(&text, &len);
+	const struct cli_cmd *t = cli_cmd_all(&n);
+
+	ck_assert_ptr_nonnull(f);
+	cli_cmd_help(f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert(strncmp(text, "usage: cloche [--url URL] [--api-key KEY] [--json] [--timeout S] "
+				"COMMAND [ARGS]\n\ncommands:\n  acquire [--template T]",
+			  strlen("usage: cloche [--url URL] [--api-key KEY] [--json] [--timeout S] "
+				 "COMMAND [ARGS]\n\ncommands:\n  acquire [--template T]")) == 0);
+	ck_assert_ptr_nonnull(strstr(text, "\n  get ID                                 one sandbox\n"));
+	ck_assert_ptr_nonnull(strstr(text, "[--cpus N]\n          [--pids N] [--egress"));
+	ck_assert_ptr_nonnull(strstr(text, "\n          [--idempotency-key K]          lease a"));
+	ck_assert_ptr_nonnull(strstr(text, "[--all]\n                                         live "
+					   "sandboxes (--history: ended ones too;\n"
+					   "                                         --all: every page)\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\n  nodes | templates\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\n  shares ID | unshare ID SHARE           its share "
+					   "links; revoke one\n"));
+	ck_assert_ptr_nonnull(strstr(text, "6 unavailable (or the wait ran out), 7 cannot reach the "
+					   "portal\n"));
+	ck_assert_ptr_null(strstr(text, "  ls"));
+	for (size_t i = 0; i < n; i++) {
+		char first[128];
+
+		if (!t[i].synopsis)
+			continue;
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(t[i].synopsis, "\n"),
+			 t[i].synopsis);
+		ck_assert_msg(strstr(text, first), "%s is not in the help", t[i].name);
+	}
+	free(text);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -159,6 +280,9 @@ int main(void)
 	tcase_add_test(tc, table);
 	tcase_add_test(tc, mcp_config);
 	tcase_add_test(tc, exit_codes);
+	tcase_add_test(tc, args);
+	tcase_add_test(tc, cmd_table);
+	tcase_add_test(tc, cmd_help);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
