@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 static const struct cfg_opt opts[] = {
@@ -100,9 +99,8 @@ static int on_signal(void *ud, int fd)
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		log_info("shutting down; sandboxes and leases stay", "{s:s}", "signal",
 			 strsignal((int)si.ssi_signo));
-		pthread_mutex_lock(&p->jobs_mu);
 		p->stopping = true;
-		pthread_mutex_unlock(&p->jobs_mu);
+		job_set_stop(p->jobs);
 		pt_core_stop(p);
 		if (p->mcp)
 			mcp_server_stop(p->mcp);
@@ -260,8 +258,6 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	pthread_mutex_init(&p->jobs_mu, NULL);
-	pthread_cond_init(&p->jobs_cv, NULL);
 
 	if (util_mkdir_parents(cfg_str(c, "db"), 0700) == -1) {
 		err_set(&e, errno, "mkdir for `%s`", cfg_str(c, "db"));
@@ -277,6 +273,11 @@ int main(int argc, char **argv)
 	p->srv = hsrv_new(&ho, &e);
 	if (!p->srv)
 		die("cannot listen", &e);
+	p->jobs = job_set_new(p->srv);
+	if (!p->jobs) {
+		err_set(&e, ENOMEM, "node calls");
+		die("cannot start", &e);
+	}
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd == -1 || hsrv_watch(p->srv, sfd, on_signal, p, &e) == -1 ||
 	    pt_api_routes(p, &e) == -1 || pt_core_start(p, &e) == -1)
@@ -298,33 +299,25 @@ int main(int argc, char **argv)
 
 	/* Node calls in flight get a few seconds; their answers are not used
 	 * (the next start reconciles with what the nodes report). */
-	pthread_mutex_lock(&p->jobs_mu);
 	p->stopping = true;
+	job_set_stop(p->jobs);
 	{
-		struct timespec until;
+		int left = job_set_wait(p->jobs, 5000);
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 5;
-		while (p->jobs > 0 &&
-		       pthread_cond_timedwait(&p->jobs_cv, &p->jobs_mu, &until) != ETIMEDOUT)
-			;
+		if (left > 0) {
+			log_warn("stopped with node calls in flight; the next start reconciles them",
+				 "{s:i}", "calls", left);
+			fflush(NULL);
+			_exit(rc == 0 ? 0 : 1);
+		}
 	}
-	if (p->jobs > 0) {
-		int left = p->jobs;
-
-		pthread_mutex_unlock(&p->jobs_mu);
-		log_warn("stopped with node calls in flight; the next start reconciles them",
-			 "{s:i}", "calls", left);
-		fflush(NULL);
-		_exit(rc == 0 ? 0 : 1);
-	}
-	pthread_mutex_unlock(&p->jobs_mu);
 	pt_core_stop(p);
 	pt_core_free(p);
 	pt_thumb_free_all(p);
 	mcp_server_free(p->mcp);
 	free(p->mcp_hosts);
 	hsrv_timer_free(p->stop_timer);
+	job_set_free(p->jobs, JOB_DRAIN_DROP); /* answers the loop did not run */
 	hsrv_free(p->srv);
 	pt_nodes_free(p);
 	pt_store_close(p->st);
