@@ -7,6 +7,7 @@
  * the prepared answer.  Watched fds are adopted as lws "raw file" connections
  * and timers are lws sorted-usec-list entries. */
 #include "http_server.h"
+#include "http_status.h"
 #include "log.h"
 #include "util.h"
 
@@ -27,9 +28,8 @@
 #define HSRV_CHUNK 16384
 
 struct hsrv_route {
-	char *method;
-	char *path;
-	bool prefix;
+	char *method;  /* NULL: any */
+	char *pattern; /* as added, checked by pattern_check() */
 	hsrv_handler fn;
 	void *ud;
 };
@@ -128,20 +128,6 @@ static void conn_reset(struct hsrv_conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static const char *status_reason(int s)
-{
-	switch (s) {
-	case 400: return "bad_request";
-	case 401: return "unauthorized";
-	case 403: return "forbidden";
-	case 404: return "not_found";
-	case 405: return "method_not_allowed";
-	case 413: return "payload_too_large";
-	case 503: return "unavailable";
-	default: return s >= 500 ? "internal" : "error";
-	}
-}
-
 void hsrv_resp_text(struct hsrv_resp *r, int status, const char *ctype, const char *text)
 {
 	free(r->body);
@@ -167,7 +153,7 @@ void hsrv_resp_json(struct hsrv_resp *r, int status, json_t *v)
 void hsrv_resp_error(struct hsrv_resp *r, int status, const char *code, const char *message)
 {
 	hsrv_resp_json(r, status, json_pack("{s:{s:s, s:s}}", "error", "code",
-					    code ? code : status_reason(status), "message",
+					    code ? code : http_status_code(status), "message",
 					    message ? message : ""));
 }
 
@@ -241,6 +227,134 @@ static int conn_prepare(struct lws *wsi, struct hsrv_conn *c, struct hsrv_resp *
 	return 0;
 }
 
+/* Matches path against pattern, which pattern_check() passed; see
+ * hsrv_route for the rules.  Fills req's parameters; true on a match. */
+static bool match(const char *pat, const char *path, struct hsrv_req *req)
+{
+	size_t n = 0;
+
+	req->nparams = 0;
+	while (*pat) {
+		if (pat[0] == '*' && pat[1] == '\0')
+			break;
+		if (pat[0] == '{') {
+			const char *close = strchr(pat, '}');
+			size_t nl = (size_t)(close - pat - 1), vl = strcspn(path, "/");
+
+			if (vl == 0 || vl >= HSRV_PARAM_MAX)
+				return false;
+			memcpy(req->params[n].name, pat + 1, nl);
+			req->params[n].name[nl] = '\0';
+			memcpy(req->params[n].value, path, vl);
+			req->params[n].value[vl] = '\0';
+			n++;
+			pat = close + 1;
+			path += vl;
+			continue;
+		}
+		if (*pat != *path)
+			return false;
+		pat++;
+		path++;
+	}
+	if (!*pat && *path)
+		return false;
+	req->nparams = n;
+	return true;
+}
+
+/* Why pattern is not one hsrv_route takes, or NULL when it is. */
+static const char *pattern_check(const char *pat)
+{
+	size_t n = 0;
+
+	if (pat[0] != '/')
+		return "a pattern starts with '/'";
+	for (const char *p = pat; *p; p++) {
+		if (*p == '*' && p[1])
+			return "'*' may only end a pattern";
+		if (*p == '}')
+			return "'}' without its '{'";
+		if (*p != '{')
+			continue;
+		if (p[-1] != '/')
+			return "a parameter is a whole segment";
+		if (++n > HSRV_MAX_PARAMS)
+			return "too many parameters";
+		{
+			size_t nl = strspn(p + 1, "abcdefghijklmnopqrstuvwxyz"
+						  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+			if (nl == 0 || nl >= HSRV_PARAM_NAME_MAX)
+				return "a parameter's name is 1-31 letters, digits or '_'";
+			p += nl + 1;
+		}
+		if (*p != '}' || (p[1] && p[1] != '/'))
+			return "a parameter is a whole segment";
+	}
+	return NULL;
+}
+
+bool hsrv_match(const char *pattern, const char *path, struct hsrv_req *req)
+{
+	req->nparams = 0;
+	return !pattern_check(pattern) && match(pattern, path, req);
+}
+
+const char *hsrv_req_param(const struct hsrv_req *req, const char *name)
+{
+	for (size_t i = 0; i < req->nparams; i++)
+		if (strcmp(req->params[i].name, name) == 0)
+			return req->params[i].value;
+	return NULL;
+}
+
+/* True when the ", "-separated list holds word. */
+static bool list_has(const char *list, const char *word)
+{
+	const char *p = list;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len == strlen(word) && strncmp(p, word, len) == 0)
+			return true;
+		p += len;
+		if (*p)
+			p += 2; /* ", " */
+	}
+	return false;
+}
+
+/* The router: the first pattern that matches decides, then the method picks
+ * among the routes of that pattern (hsrv_route). */
+static void route(struct hsrv *srv, struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	const struct hsrv_route *first = NULL;
+	char allow[128] = "";
+
+	for (size_t i = 0; i < srv->nroutes && !first; i++)
+		if (match(srv->routes[i].pattern, req->path, req))
+			first = &srv->routes[i];
+	if (!first) {
+		hsrv_resp_error(resp, 404, NULL, "no such path");
+		return;
+	}
+	for (const struct hsrv_route *rt = first; rt < srv->routes + srv->nroutes; rt++) {
+		if (strcmp(rt->pattern, first->pattern) != 0)
+			continue;
+		if (!rt->method || strcmp(rt->method, req->method) == 0) {
+			rt->fn(rt->ud, req, resp);
+			return;
+		}
+		if (!list_has(allow, rt->method)) {
+			size_t at = strlen(allow);
+			snprintf(allow + at, sizeof(allow) - at, "%s%s", at ? ", " : "", rt->method);
+		}
+	}
+	hsrv_resp_error(resp, 405, NULL, "method not allowed on this path");
+	hsrv_resp_header(resp, "Allow", allow);
+}
+
 static void conn_dispatch(struct hsrv *srv, struct lws *wsi, struct hsrv_conn *c)
 {
 	struct hsrv_resp resp = {.status = 200, .content_type = "application/json"};
@@ -252,28 +366,11 @@ static void conn_dispatch(struct hsrv *srv, struct lws *wsi, struct hsrv_conn *c
 		.body_len = c->body_len,
 		.conn = wsi,
 	};
-	bool path_seen = false;
 
-	if (c->too_big) {
+	if (c->too_big)
 		hsrv_resp_error(&resp, 413, NULL, "request body is larger than the limit");
-	} else {
-		size_t i;
-		for (i = 0; i < srv->nroutes; i++) {
-			struct hsrv_route *rt = &srv->routes[i];
-			bool hit = rt->prefix ? strncmp(req.path, rt->path, strlen(rt->path)) == 0
-					      : strcmp(req.path, rt->path) == 0;
-			if (!hit)
-				continue;
-			path_seen = true;
-			if (rt->method && strcmp(rt->method, req.method) != 0)
-				continue;
-			rt->fn(rt->ud, &req, &resp);
-			break;
-		}
-		if (i == srv->nroutes)
-			hsrv_resp_error(&resp, path_seen ? 405 : 404, NULL,
-					path_seen ? "method not allowed on this path" : "no such path");
-	}
+	else
+		route(srv, &req, &resp);
 	if (c->defer) {
 		/* Answered later; a slow answer must not be cut by lws timeouts. */
 		free(resp.body);
@@ -698,27 +795,30 @@ void hsrv_free(struct hsrv *srv)
 	pthread_mutex_destroy(&srv->tasks_mu);
 	for (size_t i = 0; i < srv->nroutes; i++) {
 		free(srv->routes[i].method);
-		free(srv->routes[i].path);
+		free(srv->routes[i].pattern);
 	}
 	free(srv);
 }
 
-int hsrv_route(struct hsrv *srv, const char *method, const char *path, hsrv_handler fn,
+int hsrv_route(struct hsrv *srv, const char *method, const char *pattern, hsrv_handler fn,
 	       void *ud, struct err *e)
 {
 	struct hsrv_route *rt;
-	size_t n = strlen(path);
+	const char *why = pattern_check(pattern);
 
+	if (why)
+		return err_set(e, EINVAL, "route `%s`: %s", pattern, why);
+	if (method && (!*method || strchr(method, ',') || strlen(method) > 15))
+		return err_set(e, EINVAL, "route `%s`: `%s` is not a method", pattern, method);
 	if (srv->nroutes == HSRV_MAX_ROUTES)
-		return err_set(e, ENOSPC, "route `%s`: too many routes", path);
+		return err_set(e, ENOSPC, "route `%s`: too many routes", pattern);
 	rt = &srv->routes[srv->nroutes];
-	rt->prefix = n > 0 && path[n - 1] == '*';
-	rt->path = strndup(path, rt->prefix ? n - 1 : n);
+	rt->pattern = strdup(pattern);
 	rt->method = method ? strdup(method) : NULL;
-	if (!rt->path || (method && !rt->method)) {
-		free(rt->path);
+	if (!rt->pattern || (method && !rt->method)) {
+		free(rt->pattern);
 		free(rt->method);
-		return err_set(e, ENOMEM, "route `%s`", path);
+		return err_set(e, ENOMEM, "route `%s`", pattern);
 	}
 	rt->fn = fn;
 	rt->ud = ud;

@@ -1,8 +1,9 @@
 /* An HTTP/1.1 server and event loop over libwebsockets.
  *
  * One hsrv is one lws context with one listening vhost.  Programs register
- * handlers by method and path; a handler sees the whole request (head and a
- * size-limited body) and fills in a response.  The same loop also watches
+ * handlers by method and path pattern ("/v1/sandboxes/{id}"), and the router
+ * answers 404 and 405 itself; a handler sees the whole request (head, path
+ * parameters and a size-limited body) and fills in a response.  The same loop also watches
  * file descriptors (pipes, signalfd) and runs timers, so a daemon needs no
  * second loop: cloche-init runs its supervisor and its health endpoint here.
  * Everything runs on the thread that called hsrv_run(). */
@@ -28,6 +29,16 @@ struct hsrv_opts {
 	size_t max_body;       /* request bodies above this get 413; 0 means 1 MiB */
 };
 
+/* Path parameters: the segments a route's "{name}" matched (hsrv_route). */
+#define HSRV_MAX_PARAMS 4      /* "{name}"s in one pattern */
+#define HSRV_PARAM_NAME_MAX 32 /* a name's bytes, with its NUL */
+#define HSRV_PARAM_MAX 128     /* a value's bytes, with its NUL */
+
+struct hsrv_param {
+	char name[HSRV_PARAM_NAME_MAX];
+	char value[HSRV_PARAM_MAX]; /* one decoded segment: never "", never holds '/' */
+};
+
 struct hsrv_req {
 	const char *method; /* "GET", "POST", ... */
 	const char *path;   /* decoded path without the query */
@@ -35,6 +46,8 @@ struct hsrv_req {
 	const char *body;   /* NUL-terminated copy of the body, or "" */
 	size_t body_len;
 	void *conn;         /* opaque; for hsrv_req_header() */
+	size_t nparams;     /* the matched route's parameters; see hsrv_req_param() */
+	struct hsrv_param params[HSRV_MAX_PARAMS];
 };
 
 struct hsrv_resp {
@@ -60,12 +73,46 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e);
 /* Stops watching everything, closes watched fds and frees srv.  NULL is fine. */
 void hsrv_free(struct hsrv *srv);
 
-/* Adds a route.  method NULL matches any method.  path is matched exactly,
- * or as a prefix when it ends with '*'.  First match wins; unmatched paths get
- * 404 and a matched path with no handler for its method gets 405, both with a
- * JSON error body.  Returns 0, or -1 with e set. */
-int hsrv_route(struct hsrv *srv, const char *method, const char *path, hsrv_handler fn,
+/* Adds a route: requests for `pattern` with `method` (NULL: any method) go
+ * to fn(ud, ...).  Returns 0, or -1 with e set (a malformed pattern, too
+ * many routes, out of memory).
+ *
+ * A pattern is a path whose segments are literal text or a parameter,
+ * "{name}" (a whole segment; name of letters, digits and '_'; at most
+ * HSRV_MAX_PARAMS of them), and may end with '*', which matches any rest of
+ * the path, "" included (the pattern is then a prefix):
+ *
+ *     hsrv_route(srv, "POST", "/v1/sandboxes/{id}/{action}", h_action, a, &e);
+ *
+ * Matching is on req->path, the path as libwebsockets decoded it: %XX
+ * escapes are decoded and "." and ".." segments resolved before routing,
+ * so "%2F" in an id is a '/' that ends the segment (ids cannot hold one)
+ * and "sb%2D1" matches "{id}" as "sb-1".  A parameter matches one
+ * non-empty segment of at most HSRV_PARAM_MAX - 1 bytes; a longer one does
+ * not match, so such a path gets 404.  Literal text matches byte for byte,
+ * and a trailing '/' is part of the path: "/a/{id}" matches neither "/a/"
+ * nor "/a/x/".  The handler reads the values with hsrv_req_param(), as
+ * NUL-terminated copies in req (no escaping is left to undo).
+ *
+ * Dispatch: the first route, in the order they were added, whose pattern
+ * matches the path decides; the request goes to the first route with that
+ * same pattern whose method fits.  So add a literal path before a pattern
+ * that would also match it ("/routes/activity" before "/routes/{id}").  A
+ * path no pattern matches gets 404; a matched pattern without a route for
+ * the method gets 405 with an Allow header naming the methods it has.  Both
+ * are JSON errors with the codes of http_status_code(). */
+int hsrv_route(struct hsrv *srv, const char *method, const char *pattern, hsrv_handler fn,
 	       void *ud, struct err *e);
+
+/* The routing rule of hsrv_route(), on its own: true when path matches
+ * pattern, with the parameters copied into req->params (req->nparams of
+ * them).  False for no match, and for a malformed pattern. */
+bool hsrv_match(const char *pattern, const char *path, struct hsrv_req *req);
+
+/* The value of path parameter `name` of the route that matched the request
+ * (a "{name}" of its pattern): a NUL-terminated string in req, non-empty and
+ * shorter than HSRV_PARAM_MAX.  NULL when the pattern has no such name. */
+const char *hsrv_req_param(const struct hsrv_req *req, const char *name);
 
 /* The port the listener is bound to (useful with port 0), or -1. */
 int hsrv_port(struct hsrv *srv);
@@ -156,7 +203,9 @@ typedef void (*hsrv_task_fn)(void *ud);
 int hsrv_post(struct hsrv *srv, hsrv_task_fn fn, void *ud);
 
 /* Response helpers: set status and a body (copied).  hsrv_resp_json takes
- * the reference to v.  hsrv_resp_error writes {"error":{"code","message"}}. */
+ * the reference to v.  hsrv_resp_error writes {"error":{"code","message"}};
+ * code NULL means the status's code in the shared table (http_status.h),
+ * which is what a handler should use unless it has a more precise code. */
 void hsrv_resp_text(struct hsrv_resp *r, int status, const char *ctype, const char *text);
 struct json_t;
 void hsrv_resp_json(struct hsrv_resp *r, int status, struct json_t *v);

@@ -1,34 +1,28 @@
-/* cloche-node: the node agent.  Serves the node API (bearer credential) on
- * the common HTTP loop; create and destroy run on worker threads and answer
- * through deferred responses posted back to the loop.  SIGTERM stops serving
- * and leaves the sandboxes running: the next start re-adopts them. */
+/* cloche-node: the node agent's start-up.  Reads the configuration, sets up
+ * the pool, the node (na_sandbox.h) and its helpers (egress, the connect
+ * socket, the heartbeat, the keeper), and serves the node API (na_api.h)
+ * on the common HTTP loop.  SIGTERM stops serving and leaves the sandboxes
+ * running: the next start re-adopts them. */
+#include "node-agent/na_api.h"
 #include "node-agent/na_btrfs.h"
-#include "node-agent/na_ckpt.h"
 #include "node-agent/na_connect.h"
 #include "node-agent/na_egress.h"
 #include "node-agent/na_heartbeat.h"
-#include "node-agent/na_l2.h"
 #include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_test.h"
-#include "node-agent/na_rec.h"
-#include "node-agent/na_thumb.h"
 
 #include "common/cfg.h"
 #include "common/daemon.h"
 #include "common/http_server.h"
-#include "common/json.h"
 #include "common/log.h"
-#include "common/query.h"
 #include "common/secret.h"
 #include "common/util.h"
 #include "common/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +30,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-struct agent {
+struct na_main {
 	struct na_node *node;
 	struct na_egress *egress;
 	struct na_heartbeat *hb; /* NULL without --portal */
 	struct hsrv *srv;
+	struct na_api *api;
 	char cred[256];
 	size_t cred_len;
-	atomic_int jobs; /* worker threads still running */
-	/* Answers posted to the loop and not sent yet.  The loop drops tasks
-	 * still queued when it stops, so the ones a worker posted after the
-	 * last round are released from main at exit. */
-	pthread_mutex_t posted_mu;
-	struct job *posted;
 };
 
 static const struct cfg_opt opts[] = {
@@ -91,591 +80,10 @@ static const struct cfg_opt opts[] = {
 	 "for tests only: pauses that widen race windows, point=ms[,...] (node-agent/na_test.h)"},
 };
 
-/* Constant-time comparison of the bearer token with the credential. */
-static bool authorized(struct agent *a, const struct hsrv_req *req)
-{
-	char h[512];
-	int n = hsrv_req_header(req, "authorization", h, sizeof(h));
-	const char *tok;
-
-	if (n < 7 || strncasecmp(h, "Bearer ", 7) != 0)
-		return false;
-	tok = h + 7;
-	return secret_equal(tok, strlen(tok), a->cred, a->cred_len);
-}
-
-static bool deny(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	if (authorized(a, req))
-		return false;
-	hsrv_resp_error(resp, 401, "unauthorized", "a valid node credential is required");
-	hsrv_resp_header(resp, "WWW-Authenticate", "Bearer");
-	return true;
-}
-
-static const char *err_code(int status)
-{
-	switch (status) {
-	case 400: return "bad_request";
-	case 404: return "not_found";
-	case 409: return "conflict";
-	case 413: return "too_large";
-	case 502: return "unreachable";
-	case 503: return "full";
-	case 507: return "insufficient_storage";
-	default: return "internal";
-	}
-}
-
-static void resp_err(struct hsrv_resp *resp, const struct err *e)
-{
-	int st = e->http_status ? e->http_status : 500;
-	hsrv_resp_error(resp, st, err_code(st), e->msg);
-}
-
-/* A slow request: runs on its own thread, answers on the loop thread. */
-enum job_kind { JOB_CREATE, JOB_DESTROY, JOB_IMPORT, JOB_EGRESS, JOB_HIBERNATE, JOB_WAKE,
-		JOB_FORK, JOB_OFFLOAD, JOB_RESTORE, JOB_L2_DELETE, JOB_THUMBNAIL, JOB_REC_START,
-		JOB_REC_STOP };
-
-struct job {
-	struct agent *a;
-	struct hsrv_defer *defer;
-	enum job_kind kind;
-	char id[32];   /* the sandbox; for JOB_IMPORT the imported template */
-	char file[1024];
-	struct na_egress_policy pol; /* JOB_EGRESS */
-	json_t *req;                 /* JOB_RESTORE's body */
-	int status;
-	json_t *body;
-	struct job *next; /* in agent.posted */
-};
-
-/* Takes j out of a->posted (it may not be there). */
-static void unlist_job(struct agent *a, struct job *j)
-{
-	pthread_mutex_lock(&a->posted_mu);
-	for (struct job **p = &a->posted; *p; p = &(*p)->next)
-		if (*p == j) {
-			*p = j->next;
-			break;
-		}
-	pthread_mutex_unlock(&a->posted_mu);
-}
-
-static void job_gone(void *ud)
-{
-	(void)ud; /* the answer is still sent (and dropped) when the job ends */
-}
-
-static void job_reply(void *ud)
-{
-	struct job *j = ud;
-	struct hsrv_resp resp;
-
-	unlist_job(j->a, j);
-	memset(&resp, 0, sizeof(resp));
-	hsrv_resp_json(&resp, j->status, j->body);
-	hsrv_defer_reply(j->defer, &resp);
-	json_decref(j->req);
-	free(j);
-}
-
-static void *job_thread(void *arg)
-{
-	struct job *j = arg;
-	struct err e = ERR_INIT;
-	int rc;
-
-	char name[256];
-
-	switch (j->kind) {
-	case JOB_CREATE:
-		rc = na_node_create_run(j->a->node, j->id, &e);
-		if (rc == 0) {
-			j->status = 201;
-			j->body = na_node_get_json(j->a->node, j->id);
-		}
-		break;
-	case JOB_DESTROY:
-		rc = na_node_destroy(j->a->node, j->id, &e);
-		if (rc == 0) {
-			j->status = 200;
-			j->body = json_pack("{s:s, s:s}", "id", j->id, "state", "destroyed");
-		}
-		break;
-	case JOB_EGRESS:
-		rc = na_node_egress_run(j->a->node, j->id, &j->pol, &e);
-		if (rc == 0) {
-			j->status = 200;
-			j->body = na_node_get_json(j->a->node, j->id);
-		}
-		break;
-	case JOB_HIBERNATE:
-	case JOB_WAKE:
-	case JOB_FORK:
-		j->body = j->kind == JOB_HIBERNATE ? na_node_hibernate_run(j->a->node, j->id, &e)
-			  : j->kind == JOB_WAKE    ? na_node_wake_run(j->a->node, j->id, &e)
-						   : na_node_fork_run(j->a->node, j->id, &e);
-		rc = j->body ? 0 : -1;
-		j->status = 200;
-		break;
-	case JOB_OFFLOAD:
-	case JOB_RESTORE:
-		j->body = j->kind == JOB_OFFLOAD ? na_node_offload_run(j->a->node, j->id, &e)
-						 : na_node_restore_run(j->a->node, j->id, j->req, &e);
-		rc = j->body ? 0 : -1;
-		j->status = 200;
-		break;
-	case JOB_THUMBNAIL:
-		j->body = na_node_thumbnail(j->a->node, j->id, atoi(j->file), &e);
-		rc = j->body ? 0 : -1;
-		j->status = 200;
-		break;
-	case JOB_REC_START:
-		j->body = na_node_rec_start(j->a->node, j->id, &e);
-		rc = j->body ? 0 : -1;
-		j->status = 201;
-		break;
-	case JOB_REC_STOP:
-		j->body = na_node_rec_stop(j->a->node, j->id, j->file, "api", &e);
-		rc = j->body ? 0 : -1;
-		j->status = 200;
-		break;
-	case JOB_L2_DELETE: {
-		long long nkeys = na_node_l2_delete(j->a->node, j->id, j->file, &e);
-		rc = nkeys < 0 ? -1 : 0;
-		j->status = 200;
-		if (rc == 0)
-			j->body = json_pack("{s:s, s:s, s:I}", "id", j->id, "prefix", j->file, "deleted",
-					    (json_int_t)nkeys);
-		break;
-	}
-	default:
-		rc = na_node_import_template(j->a->node, j->file, name, sizeof(name), &e);
-		if (rc == 0) {
-			j->status = 201;
-			j->body = json_pack("{s:s}", "template", name);
-		}
-		break;
-	}
-	if (rc == -1) {
-		j->status = e.http_status ? e.http_status : 500;
-		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", err_code(j->status),
-				    "message", e.msg);
-		/* After a checkpoint step the sandbox's state is part of the
-		 * answer (ready again, rebooted, failed, still hibernated). */
-		if (j->body && (j->kind == JOB_HIBERNATE || j->kind == JOB_WAKE ||
-				j->kind == JOB_FORK || j->kind == JOB_OFFLOAD)) {
-			json_t *v = na_node_get_json(j->a->node, j->id);
-			if (v)
-				json_object_set_new(j->body, "sandbox", v);
-		}
-	}
-	{
-		struct agent *a = j->a; /* j belongs to the loop once posted */
-
-		pthread_mutex_lock(&a->posted_mu);
-		j->next = a->posted;
-		a->posted = j;
-		if (hsrv_post(a->srv, job_reply, j) == -1) {
-			a->posted = j->next;
-			log_error("cannot post an answer", "{s:s}", "id", j->id);
-			json_decref(j->body);
-			free(j);
-		}
-		pthread_mutex_unlock(&a->posted_mu);
-		atomic_fetch_sub(&a->jobs, 1);
-	}
-	return NULL;
-}
-
-/* Undoes what the handler reserved for a job that will not run, so the
- * sandbox is not left "starting" or busy for good. */
-static void job_cancel(struct agent *a, enum job_kind kind, const char *id)
-{
-	if (kind == JOB_EGRESS)
-		na_node_egress_cancel(a->node, id);
-	else if (kind == JOB_OFFLOAD)
-		na_node_ckpt_cancel(a->node, id);
-	else if (kind == JOB_RESTORE)
-		na_node_restore_cancel(a->node, id);
-	else if (kind == JOB_HIBERNATE || kind == JOB_WAKE || kind == JOB_FORK)
-		na_node_ckpt_cancel(a->node, id);
-	else if (kind == JOB_CREATE)
-		na_node_create_cancel(a->node, id);
-}
-
-static void start_job(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *resp,
-		      enum job_kind kind, const char *id, const char *file,
-		      const struct na_egress_policy *pol, json_t *body)
-{
-	struct job *j = calloc(1, sizeof(*j));
-	pthread_t th;
-	pthread_attr_t attr;
-
-	if (!j) {
-		job_cancel(a, kind, id);
-		hsrv_resp_error(resp, 500, "internal", "out of memory");
-		return;
-	}
-	j->a = a;
-	j->kind = kind;
-	snprintf(j->id, sizeof(j->id), "%s", id ? id : "");
-	snprintf(j->file, sizeof(j->file), "%s", file ? file : "");
-	if (pol)
-		j->pol = *pol;
-	j->req = json_incref(body);
-	j->defer = hsrv_defer(req, job_gone, j);
-	if (!j->defer) {
-		job_cancel(a, kind, j->id);
-		json_decref(j->req);
-		free(j);
-		hsrv_resp_error(resp, 500, "internal", "out of memory");
-		return;
-	}
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	atomic_fetch_add(&a->jobs, 1);
-	if (pthread_create(&th, &attr, job_thread, j) != 0) {
-		atomic_fetch_sub(&a->jobs, 1);
-		job_cancel(a, kind, j->id);
-		/* Answer through the handle; resp is no longer ours to fill. */
-		j->status = 500;
-		j->body = json_pack("{s:{s:s, s:s}}", "error", "code", "internal", "message",
-				    "cannot start a worker thread");
-		job_reply(j);
-	}
-	pthread_attr_destroy(&attr);
-}
-
-static void h_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	struct err e = ERR_INIT;
-	AUTOJSON json_t *body = NULL;
-	char id[32];
-	bool claimed;
-
-	if (deny(a, req, resp))
-		return;
-	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
-			     : json_object();
-	if (!body || na_node_create_begin(a->node, body, id, &claimed, &e) == -1) {
-		resp_err(resp, &e);
-		return;
-	}
-	if (claimed) /* a warm pool member: ready now */
-		hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
-	else
-		start_job(a, req, resp, JOB_CREATE, id, NULL, NULL, NULL);
-}
-
-static const char *path_id(const struct hsrv_req *req)
-{
-	return req->path + strlen("/v1/sandboxes/");
-}
-
-/* POST /v1/sandboxes/{id}/{claim|hibernate|wake|fork}: claim {"egress"?}
- * takes that warm pool member now; the others run on a worker
- * (docs/hibernation.md). */
-static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	struct err e = ERR_INIT;
-	AUTOJSON json_t *body = NULL;
-	const char *rest = path_id(req), *slash = strchr(rest, '/');
-	char id[64];
-	int rc;
-
-	if (deny(a, req, resp))
-		return;
-	if (!slash || (size_t)(slash - rest) >= sizeof(id)) {
-		hsrv_resp_error(resp, 404, "not_found", "no such resource");
-		return;
-	}
-	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
-	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
-			     : json_object();
-	if (!body) {
-		e.http_status = 400;
-		resp_err(resp, &e);
-		return;
-	}
-	if (strcmp(slash, "/hibernate") == 0 || strcmp(slash, "/wake") == 0 ||
-	    strcmp(slash, "/fork") == 0) {
-		enum job_kind k = slash[1] == 'h' ? JOB_HIBERNATE : slash[1] == 'w' ? JOB_WAKE
-										 : JOB_FORK;
-		rc = !na_valid_id(id) ? err_http(&e, 404, "no sandbox `%s`", id)
-		     : k == JOB_HIBERNATE ? na_node_hibernate_begin(a->node, id, &e)
-		     : k == JOB_WAKE	  ? na_node_wake_begin(a->node, id, &e)
-					  : na_node_fork_begin(a->node, id, body, &e);
-		if (rc == -1)
-			resp_err(resp, &e);
-		else
-			start_job(a, req, resp, k, id, NULL, NULL, NULL);
-		return;
-	}
-	if (strcmp(slash, "/offload") == 0 || strcmp(slash, "/restore") == 0) {
-		bool off = slash[1] == 'o';
-		rc = off ? na_node_offload_begin(a->node, id, &e)
-			 : na_node_restore_begin(a->node, id, body, &e);
-		if (rc == -1) {
-			resp_err(resp, &e);
-			return;
-		}
-		start_job(a, req, resp, off ? JOB_OFFLOAD : JOB_RESTORE, id, NULL, NULL, body);
-		return;
-	}
-	/* POST .../recordings starts one; POST .../recordings/{rec}/stop ends it. */
-	if (strncmp(slash, "/recordings", 11) == 0) {
-		const char *r = slash + 11;
-		char rec[48];
-		size_t rl = 0;
-
-		if (*r == '/') {
-			r++;
-			rl = strcspn(r, "/");
-			if (strcmp(r + rl, "/stop") != 0 || rl >= sizeof(rec)) {
-				hsrv_resp_error(resp, 404, "not_found", "no such resource");
-				return;
-			}
-			snprintf(rec, sizeof(rec), "%.*s", (int)rl, r);
-		} else if (*r) {
-			hsrv_resp_error(resp, 404, "not_found", "no such resource");
-			return;
-		}
-		if (!na_valid_id(id)) {
-			hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
-			return;
-		}
-		start_job(a, req, resp, rl ? JOB_REC_STOP : JOB_REC_START, id, rl ? rec : NULL, NULL,
-			  NULL);
-		return;
-	}
-	if (strcmp(slash, "/claim") != 0) {
-		hsrv_resp_error(resp, 404, "not_found", "no such resource");
-		return;
-	}
-	if (na_node_claim(a->node, id, body, &e) == -1) {
-		resp_err(resp, &e);
-		return;
-	}
-	hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
-}
-
-static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_list_json(a->node));
-}
-
-/* Downloads are read whole (REC_SERVE_MAX) and answered with a
- * Content-Length; see docs/recording.md. */
-#define REC_SERVE_MAX (512u << 20)
-
-/* GET .../recordings, .../recordings/{rec} (the MP4), .../trace (JSON lines). */
-static void rec_get(struct agent *a, const char *rest, const char *slash, struct hsrv_resp *resp)
-{
-	struct err e = ERR_INIT;
-	char id[40], rec[48] = "";
-	const char *r = slash + 11;
-	bool trace = strcmp(slash, "/trace") == 0;
-	char *data = NULL;
-	size_t len = 0;
-	json_t *j;
-
-	(void)a;
-	if ((size_t)(slash - rest) >= sizeof(id) ||
-	    (!trace && *r && (*r != '/' || strlen(r + 1) >= sizeof(rec) || strchr(r + 1, '/')))) {
-		hsrv_resp_error(resp, 404, "not_found", "no such path");
-		return;
-	}
-	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
-	if (!trace && *r)
-		snprintf(rec, sizeof(rec), "%s", r + 1);
-	if (!trace && !rec[0]) {
-		j = na_node_rec_list(a->node, id, &e);
-		if (!j)
-			resp_err(resp, &e);
-		else
-			hsrv_resp_json(resp, 200, j);
-		return;
-	}
-	if (na_node_rec_read(a->node, id, trace ? NULL : rec, REC_SERVE_MAX, &data, &len, &e) == -1) {
-		resp_err(resp, &e);
-		return;
-	}
-	resp->status = 200;
-	snprintf(resp->content_type, sizeof(resp->content_type), "%s",
-		 trace ? "application/x-ndjson" : "video/mp4");
-	resp->body = data;
-	resp->body_len = len;
-}
-
-static void h_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	json_t *j;
-
-	if (deny(a, req, resp))
-		return;
-	{
-		/* GET /v1/sandboxes/{id}/thumbnail?width=N: a picture of its screen. */
-		const char *rest = path_id(req), *slash = strchr(rest, '/');
-		char id[40], width[8] = "320";
-
-		if (slash && (strncmp(slash, "/recordings", 11) == 0 || strcmp(slash, "/trace") == 0)) {
-			rec_get(a, rest, slash, resp);
-			return;
-		}
-		if (slash) {
-			if (strcmp(slash, "/thumbnail") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
-				hsrv_resp_error(resp, 404, "not_found", "no such path");
-				return;
-			}
-			memcpy(id, rest, (size_t)(slash - rest));
-			id[slash - rest] = '\0';
-			int wr = query_get(req->query, "width", width, sizeof(width));
-
-			if (wr == QUERY_ABSENT)
-				snprintf(width, sizeof(width), "320");
-			else if (wr == QUERY_BAD || !*width || strspn(width, "0123456789") != strlen(width)) {
-				hsrv_resp_error(resp, 400, "bad_request", "`width` must be a number of pixels");
-				return;
-			}
-			start_job(a, req, resp, JOB_THUMBNAIL, id, width, NULL, NULL);
-			return;
-		}
-	}
-	j = na_node_get_json(a->node, path_id(req));
-	if (!j) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "no sandbox `%.64s`", path_id(req));
-		hsrv_resp_error(resp, 404, "not_found", msg);
-		return;
-	}
-	hsrv_resp_json(resp, 200, j);
-}
-
-static void h_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	if (!na_valid_id(path_id(req))) {
-		hsrv_resp_error(resp, 404, "not_found", "no such sandbox");
-		return;
-	}
-	start_job(a, req, resp, JOB_DESTROY, path_id(req), NULL, NULL, NULL);
-}
-
-/* PUT /v1/sandboxes/{id}/egress */
-static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	struct err e = ERR_INIT;
-	AUTOJSON json_t *body = NULL;
-	struct na_egress_policy pol;
-	char id[64];
-	const char *rest = path_id(req), *slash = strchr(rest, '/');
-
-	if (deny(a, req, resp))
-		return;
-	if (!slash || strcmp(slash, "/egress") != 0 || (size_t)(slash - rest) >= sizeof(id)) {
-		hsrv_resp_error(resp, 404, "not_found", "no such resource");
-		return;
-	}
-	snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
-	body = cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e);
-	if (!body) {
-		e.http_status = 400;
-		resp_err(resp, &e);
-		return;
-	}
-	if (!na_valid_id(id) || na_node_egress_begin(a->node, id, body, &pol, &e) == -1) {
-		if (!na_valid_id(id))
-			err_http(&e, 404, "no sandbox `%s`", id);
-		resp_err(resp, &e);
-		return;
-	}
-	start_job(a, req, resp, JOB_EGRESS, id, NULL, &pol, NULL);
-}
-
-/* DELETE /v1/checkpoints/{id}?prefix=P: an offloaded sandbox's objects in
- * S3 (any node with S3 can do it; the portal asks one). */
-static void h_l2_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	const char *id = req->path + strlen("/v1/checkpoints/");
-	char prefix[1024];
-
-	if (deny(a, req, resp))
-		return;
-	if (!na_valid_id(id) || query_get(req->query, "prefix", prefix, sizeof(prefix)) <= 0) {
-		hsrv_resp_error(resp, 400, "bad_request",
-				"give DELETE /v1/checkpoints/{id}?prefix=<its S3 prefix>");
-		return;
-	}
-	start_job(a, req, resp, JOB_L2_DELETE, id, prefix, NULL, NULL);
-}
-
-static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_templates_json(a->node));
-}
-
-/* POST /v1/templates {"import": "/path/to/stream"} */
-static void h_import(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-	struct err e = ERR_INIT;
-	AUTOJSON json_t *body = NULL;
-	const char *file = NULL;
-
-	if (deny(a, req, resp))
-		return;
-	body = cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e);
-	if (body && (!json_is_object(body) || cj_get_str(body, "import", NULL, &file, NULL) == -1 ||
-		     !file || strlen(file) >= 1024)) {
-		file = NULL;
-		err_set(&e, 0, "the body must be {\"import\": \"/absolute/path/of/a/send/stream\"}");
-	}
-	if (!file) {
-		e.http_status = 400;
-		resp_err(resp, &e);
-		return;
-	}
-	start_job(a, req, resp, JOB_IMPORT, NULL, file, NULL, NULL);
-}
-
-static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_capacity_json(a->node));
-}
-
-static void h_healthz(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	(void)ud;
-	(void)req;
-	hsrv_resp_json(resp, 200, json_pack("{s:s, s:s}", "status", "ok", "version", version_string()));
-}
 
 static int on_signal(void *ud, int fd)
 {
-	struct agent *a = ud;
+	struct na_main *a = ud;
 	struct signalfd_siginfo si;
 
 	if (fd < 0)
@@ -763,7 +171,7 @@ static int connect_command(struct cfg *c, char *const *args, size_t n)
 	return 0;
 }
 
-static void read_credential(struct agent *a, const char *path)
+static void read_credential(struct na_main *a, const char *path)
 {
 	struct err e = ERR_INIT;
 	int n = secret_read_file(path, a->cred, sizeof(a->cred), 16, &e);
@@ -850,7 +258,7 @@ int main(int argc, char **argv)
 	struct err e = ERR_INIT;
 	struct daemon d;
 	struct cfg *c;
-	struct agent a;
+	struct na_main a;
 	struct hsrv_opts ho = {0};
 	struct na_node_opts no;
 	int rc;
@@ -858,7 +266,6 @@ int main(int argc, char **argv)
 	bool busy;
 
 	memset(&a, 0, sizeof(a));
-	pthread_mutex_init(&a.posted_mu, NULL);
 	/* Signals go to the signalfd: blocked here, before any thread exists. */
 	daemon_start(&start, argc, argv, &d);
 	c = d.cfg;
@@ -928,17 +335,7 @@ int main(int argc, char **argv)
 	if (!a.srv)
 		daemon_die(1, "cannot listen", &e);
 	if (hsrv_watch(a.srv, take_fd(&d.sigfd), on_signal, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "POST", "/v1/sandboxes", h_create, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "GET", "/v1/sandboxes", h_list, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "GET", "/v1/sandboxes/*", h_get, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "DELETE", "/v1/sandboxes/*", h_delete, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "PUT", "/v1/sandboxes/*", h_put, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "POST", "/v1/sandboxes/*", h_action, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "DELETE", "/v1/checkpoints/*", h_l2_delete, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "GET", "/v1/capacity", h_capacity, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "GET", "/v1/templates", h_templates, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "POST", "/v1/templates", h_import, &a, &e) == -1 ||
-	    hsrv_route(a.srv, "GET", "/healthz", h_healthz, &a, &e) == -1)
+	    !(a.api = na_api_new(a.srv, a.node, a.cred, a.cred_len, &e)))
 		daemon_die(1, "cannot start", &e);
 	if (*cfg_str(c, "portal")) {
 		struct na_heartbeat_opts hbo = {0};
@@ -990,9 +387,7 @@ int main(int argc, char **argv)
 	/* A create or destroy in progress gets a few seconds; one that takes
 	 * longer is left to the next start (adopted or cleaned up), and then
 	 * nothing it uses may be freed. */
-	for (int i = 0; i < 50 && atomic_load(&a.jobs) > 0; i++)
-		usleep(100 * 1000);
-	busy = atomic_load(&a.jobs) > 0;
+	busy = na_api_wait(a.api, 5000) > 0;
 	if (!na_connect_stop(conn))
 		busy = true; /* its request threads still use the node */
 	if (!na_node_keeper_stop(a.node) || busy) {
@@ -1000,18 +395,15 @@ int main(int argc, char **argv)
 		 * (and the half-done work to the next start) instead of freeing
 		 * what they use. */
 		log_warn("stopped with work in progress; the next start finishes or removes it",
-			 "{s:i}", "requests", atomic_load(&a.jobs));
+			 "{s:i}", "requests", na_api_wait(a.api, 0));
 		fflush(NULL);
 		_exit(rc == 0 ? 0 : 1);
 	}
-	/* Answers of work that ended after the loop's last round: released
-	 * the normal way while their connections still exist (each reply
-	 * unlists itself; no worker posts any more).  They are never sent:
-	 * the loop does not turn again. */
-	while (a.posted)
-		job_reply(a.posted);
+	/* Answers of work that ended after the loop's last round are released
+	 * the normal way while their connections still exist; they are never
+	 * sent: the loop does not turn again. */
+	na_api_free(a.api);
 	hsrv_free(a.srv);
-	pthread_mutex_destroy(&a.posted_mu);
 	na_node_free(a.node);
 	na_s3_free(s3);
 	na_egress_free(a.egress);

@@ -5,6 +5,7 @@
 #include "node-agent/na_egress.h"
 #include "node-agent/na_test.h"
 
+#include "common/http_status.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -78,20 +79,6 @@ static struct sb *find_sb(struct na_egress *eg, const char *id)
 	return NULL;
 }
 
-static const char *reason_of(int code)
-{
-	switch (code) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 408: return "Request Timeout";
-	case 431: return "Request Header Fields Too Large";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
-}
-
 /* Waits until fd is ready for events or the deadline/cancel; 1 ready, 0
  * timed out, -1 cancelled or error. */
 static int wait_fd(int fd, short events, uint64_t deadline, const atomic_bool *cancel)
@@ -147,7 +134,7 @@ static void send_error(int fd, int code, const char *msg, const atomic_bool *can
 	if ((size_t)bl >= sizeof(body))
 		bl = (int)sizeof(body) - 1;
 	hl = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-		      "Content-Length: %d\r\nConnection: close\r\n\r\n", code, reason_of(code), bl);
+		      "Content-Length: %d\r\nConnection: close\r\n\r\n", code, http_status_reason(code), bl);
 	if (send_all(fd, head, (size_t)hl, cancel) == 0)
 		send_all(fd, body, (size_t)bl, cancel);
 }

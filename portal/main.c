@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 static const struct cfg_opt opts[] = {
@@ -97,9 +96,8 @@ static int on_signal(void *ud, int fd)
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		log_info("shutting down; sandboxes and leases stay", "{s:s}", "signal",
 			 strsignal((int)si.ssi_signo));
-		pthread_mutex_lock(&p->jobs_mu);
 		p->stopping = true;
-		pthread_mutex_unlock(&p->jobs_mu);
+		job_set_stop(p->jobs);
 		pt_core_stop(p);
 		if (p->mcp)
 			mcp_server_stop(p->mcp);
@@ -238,8 +236,6 @@ int main(int argc, char **argv)
 	daemon_start(&start, argc, argv, &d);
 	c = d.cfg;
 	load_cfg(p, c);
-	pthread_mutex_init(&p->jobs_mu, NULL);
-	pthread_cond_init(&p->jobs_cv, NULL);
 
 	if (util_mkdir_parents(cfg_str(c, "db"), 0700) == -1) {
 		err_set(&e, errno, "mkdir for `%s`", cfg_str(c, "db"));
@@ -255,6 +251,11 @@ int main(int argc, char **argv)
 	p->srv = hsrv_new(&ho, &e);
 	if (!p->srv)
 		daemon_die(1, "cannot listen", &e);
+	p->jobs = job_set_new(p->srv);
+	if (!p->jobs) {
+		err_set(&e, ENOMEM, "node calls");
+		daemon_die(1, "cannot start", &e);
+	}
 	if (hsrv_watch(p->srv, take_fd(&d.sigfd), on_signal, p, &e) == -1 ||
 	    pt_api_routes(p, &e) == -1 || pt_core_start(p, &e) == -1)
 		daemon_die(1, "cannot start", &e);
@@ -276,33 +277,25 @@ int main(int argc, char **argv)
 
 	/* Node calls in flight get a few seconds; their answers are not used
 	 * (the next start reconciles with what the nodes report). */
-	pthread_mutex_lock(&p->jobs_mu);
 	p->stopping = true;
+	job_set_stop(p->jobs);
 	{
-		struct timespec until;
+		int left = job_set_wait(p->jobs, 5000);
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 5;
-		while (p->jobs > 0 &&
-		       pthread_cond_timedwait(&p->jobs_cv, &p->jobs_mu, &until) != ETIMEDOUT)
-			;
+		if (left > 0) {
+			log_warn("stopped with node calls in flight; the next start reconciles them",
+				 "{s:i}", "calls", left);
+			fflush(NULL);
+			_exit(rc == 0 ? 0 : 1);
+		}
 	}
-	if (p->jobs > 0) {
-		int left = p->jobs;
-
-		pthread_mutex_unlock(&p->jobs_mu);
-		log_warn("stopped with node calls in flight; the next start reconciles them",
-			 "{s:i}", "calls", left);
-		fflush(NULL);
-		_exit(rc == 0 ? 0 : 1);
-	}
-	pthread_mutex_unlock(&p->jobs_mu);
 	pt_core_stop(p);
 	pt_core_free(p);
 	pt_thumb_free_all(p);
 	mcp_server_free(p->mcp);
 	free(p->mcp_hosts);
 	hsrv_timer_free(p->stop_timer);
+	job_set_free(p->jobs, JOB_DRAIN_DROP); /* answers the loop did not run */
 	hsrv_free(p->srv);
 	pt_nodes_free(p);
 	pt_store_close(p->st);

@@ -394,10 +394,6 @@ static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 
 	if (!caller(p, req, resp, &who))
 		return;
-	if (strcmp(req->method, "GET") != 0) {
-		fail(resp, 405, "use GET here (POST /sbv1/acquire makes a sandbox)");
-		return;
-	}
 	f.owner = who.admin ? NULL : who.key_id;
 	if (query_get(req->query, "state", state, sizeof(state)) >= 0 &&
 	    (f.state = pt_state_parse(state)) < 0) {
@@ -555,7 +551,9 @@ out:
 	json_decref(body);
 }
 
-/* /sbv1/sandboxes/{id}/shares[/{share}]: list, make, show, revoke. */
+/* /sbv1/sandboxes/{id}/shares[/{share}]: list (GET), make (POST), show
+ * (GET .../{share}), revoke (DELETE .../{share}); the router sends no other
+ * method. */
 static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const struct pt_sb *sb,
 		      const char *share, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
@@ -572,9 +570,6 @@ static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const st
 			return;
 		}
 		log_info("share revoked", "{s:s, s:s}", "sandbox", sb->id, "share", share);
-	} else if (strcmp(req->method, "GET") != 0) {
-		fail(resp, 405, share ? "GET or DELETE here" : "GET or POST here");
-		return;
 	}
 	struct share_list l = {p, json_array(), now, 0};
 	if (pt_store_share_each(p->st, sb->id, share, share_row, &l, &e) == -1) {
@@ -591,112 +586,198 @@ static void sb_shares(struct pt_portal *p, const struct pt_caller *who, const st
 	json_decref(l.arr);
 }
 
-/* /sbv1/sandboxes/{id}[/{action}] */
+/* The caller and the sandbox of the route's {id}, visible to them; false
+ * after answering (401, 404).  pt_sb_clear(sb) after true. */
+static bool sandbox_of(struct pt_portal *p, const struct hsrv_req *req, struct hsrv_resp *resp,
+		       struct pt_caller *who, struct pt_sb *sb)
+{
+	return caller(p, req, resp, who) &&
+	       load_visible(p, who, hsrv_req_param(req, "id"), sb, resp);
+}
+
+/* GET /sbv1/sandboxes/{id} */
 static void h_sandbox(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
-	char id[64], action[96] = "";
-	const char *rest = req->path + strlen("/sbv1/sandboxes/");
-	const char *slash = strchr(rest, '/');
-	size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
-	bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
 	struct pt_sb sb;
 
-	if (!caller(p, req, resp, &who))
+	if (!sandbox_of(p, req, resp, &who, &sb))
 		return;
-	if (idlen == 0 || idlen >= sizeof(id) || (slash && strlen(slash + 1) >= sizeof(action))) {
-		fail(resp, 404, "no such sandbox");
-		return;
-	}
-	memcpy(id, rest, idlen);
-	id[idlen] = '\0';
-	if (slash)
-		snprintf(action, sizeof(action), "%s", slash + 1);
-	if (strcmp(action, "shares") == 0 || strncmp(action, "shares/", 7) == 0) {
-		const char *share = action[6] ? action + 7 : NULL;
-
-		if (share && (!*share || strchr(share, '/'))) {
-			fail(resp, 404, "no such share");
-		} else if (load_visible(p, &who, id, &sb, resp)) {
-			sb_shares(p, &who, &sb, share, req, resp);
-			pt_sb_clear(&sb);
-		}
-		return;
-	}
-	if (strcmp(action, "trace") == 0 || strcmp(action, "recordings") == 0 ||
-	    strncmp(action, "recordings/", 11) == 0) {
-		if (load_visible(p, &who, id, &sb, resp)) {
-			pt_rec_handle(p, &sb, action, req, resp);
-			pt_sb_clear(&sb);
-		}
-		return;
-	}
-	if (!action[0] || strcmp(action, "events") == 0 || strcmp(action, "thumbnail") == 0 ? !get
-											    : !post) {
-		static const char *const acts[] = {"", "events", "thumbnail", "release", "keepalive",
-						   "hibernate", "wake", "fork", "shares", "recordings",
-						   "trace", NULL};
-		bool known = false;
-
-		for (const char *const *a = acts; *a; a++)
-			known |= strcmp(*a, action) == 0;
-		fail(resp, known ? 405 : 404, known ? "method not allowed here" : "no such action");
-		return;
-	}
-	if (!load_visible(p, &who, id, &sb, resp))
-		return;
-	if (!action[0]) {
-		hsrv_resp_json(resp, 200, pt_view_sb(p, &sb, true));
-	} else if (strcmp(action, "events") == 0) {
-		struct err e = ERR_INIT;
-		json_t *ev = pt_store_sb_events(p->st, sb.id, &e);
-
-		if (ev)
-			hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "id", sb.id, "events", ev));
-		else
-			pt_resp_err(resp, &e);
-	} else if (strcmp(action, "thumbnail") == 0) {
-		char w[8];
-		int n = query_get(req->query, "width", w, sizeof(w));
-
-		if (n == QUERY_ABSENT)
-			snprintf(w, sizeof(w), "320");
-		if (n == QUERY_BAD || !*w || strspn(w, "0123456789") != strlen(w) || atoi(w) < 16 ||
-		    atoi(w) > 1280)
-			bad_field(resp, "width", "`width` must be a number of pixels from 16 to 1280");
-		else
-			pt_thumb_get(p, &sb, atoi(w), req, resp);
-	} else if (strcmp(action, "release") == 0) {
-		pt_core_release(p, &sb, resp);
-	} else if (strcmp(action, "keepalive") == 0) {
-		json_t *body = body_object(req, resp);
-		static const char *const keys[] = {"ttl", NULL};
-		long long ttl = sb.ttl_s;
-
-		if (body && only_fields(body, keys, "", resp) &&
-		    int_field(body, "ttl", "ttl", 1, p->cfg.ttl_max_s, &ttl, resp))
-			pt_core_keepalive(p, &sb, ttl, resp);
-		json_decref(body);
-	} else if (strcmp(action, "hibernate") == 0) {
-		long long wait_s;
-
-		if (wait_body(p, req, resp, &wait_s, NULL))
-			pt_hib_hibernate(p, &sb, wait_s, req, resp);
-	} else if (strcmp(action, "wake") == 0) {
-		long long wait_s;
-
-		if (wait_body(p, req, resp, &wait_s, NULL))
-			pt_hib_wake(p, &sb, wait_s, req, resp);
-	} else if (strcmp(action, "fork") == 0) {
-		long long wait_s, count = 1;
-
-		if (wait_body(p, req, resp, &wait_s, &count))
-			pt_hib_fork(p, &who, &sb, (int)count, wait_s, req, resp);
-	} else {
-		fail(resp, 404, "no such action");
-	}
+	hsrv_resp_json(resp, 200, pt_view_sb(p, &sb, true));
 	pt_sb_clear(&sb);
+}
+
+/* GET /sbv1/sandboxes/{id}/events */
+static void h_events(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	struct err e = ERR_INIT;
+	json_t *ev;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	ev = pt_store_sb_events(p->st, sb.id, &e);
+	if (ev)
+		hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "id", sb.id, "events", ev));
+	else
+		pt_resp_err(resp, &e);
+	pt_sb_clear(&sb);
+}
+
+/* GET /sbv1/sandboxes/{id}/thumbnail?width=N */
+static void h_thumbnail(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	char w[8];
+	int n;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	n = query_get(req->query, "width", w, sizeof(w));
+	if (n == QUERY_ABSENT)
+		snprintf(w, sizeof(w), "320");
+	if (n == QUERY_BAD || !*w || strspn(w, "0123456789") != strlen(w) || atoi(w) < 16 ||
+	    atoi(w) > 1280)
+		bad_field(resp, "width", "`width` must be a number of pixels from 16 to 1280");
+	else
+		pt_thumb_get(p, &sb, atoi(w), req, resp);
+	pt_sb_clear(&sb);
+}
+
+/* POST /sbv1/sandboxes/{id}/release */
+static void h_release(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	pt_core_release(p, &sb, resp);
+	pt_sb_clear(&sb);
+}
+
+/* POST /sbv1/sandboxes/{id}/keepalive {ttl?} */
+static void h_keepalive(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	static const char *const keys[] = {"ttl", NULL};
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	json_t *body;
+	long long ttl;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	body = body_object(req, resp);
+	ttl = sb.ttl_s;
+	if (body && only_fields(body, keys, "", resp) &&
+	    int_field(body, "ttl", "ttl", 1, p->cfg.ttl_max_s, &ttl, resp))
+		pt_core_keepalive(p, &sb, ttl, resp);
+	json_decref(body);
+	pt_sb_clear(&sb);
+}
+
+/* POST /sbv1/sandboxes/{id}/hibernate {wait?} */
+static void h_hibernate(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	long long wait_s;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	if (wait_body(p, req, resp, &wait_s, NULL))
+		pt_hib_hibernate(p, &sb, wait_s, req, resp);
+	pt_sb_clear(&sb);
+}
+
+/* POST /sbv1/sandboxes/{id}/wake {wait?} */
+static void h_wake(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	long long wait_s;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	if (wait_body(p, req, resp, &wait_s, NULL))
+		pt_hib_wake(p, &sb, wait_s, req, resp);
+	pt_sb_clear(&sb);
+}
+
+/* POST /sbv1/sandboxes/{id}/fork {wait?, count?} */
+static void h_fork(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+	long long wait_s, count = 1;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	if (wait_body(p, req, resp, &wait_s, &count))
+		pt_hib_fork(p, &who, &sb, (int)count, wait_s, req, resp);
+	pt_sb_clear(&sb);
+}
+
+/* /sbv1/sandboxes/{id}/shares[/{share}] */
+static void h_shares(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	sb_shares(p, &who, &sb, hsrv_req_param(req, "share"), req, resp);
+	pt_sb_clear(&sb);
+}
+
+/* Recordings and the trace (pt_rec.h): one route each. */
+static void recordings(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp,
+		       enum pt_rec_op op)
+{
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct pt_sb sb;
+
+	if (!sandbox_of(p, req, resp, &who, &sb))
+		return;
+	pt_rec_handle(p, &sb, op, hsrv_req_param(req, "rec"), req, resp);
+	pt_sb_clear(&sb);
+}
+
+static void h_rec_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	recordings(ud, req, resp, PT_REC_LIST);
+}
+
+static void h_rec_start(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	recordings(ud, req, resp, PT_REC_START);
+}
+
+static void h_rec_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	recordings(ud, req, resp, PT_REC_GET);
+}
+
+static void h_rec_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	recordings(ud, req, resp, PT_REC_STOP);
+}
+
+static void h_trace(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	recordings(ud, req, resp, PT_REC_TRACE);
 }
 
 static void h_nodes(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
@@ -759,10 +840,6 @@ static void h_routes(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 
 	if (!node_caller(p, req, resp))
 		return;
-	if (strcmp(req->method, "GET") != 0) {
-		fail(resp, 405, "GET only");
-		return;
-	}
 	if (query_get(req->query, "after", v, sizeof(v)) > 0)
 		after = strtoll(v, NULL, 10);
 	ids = json_array();
@@ -775,17 +852,20 @@ static void h_routes(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 }
 
 /* POST /sbv1/routes/activity: a proxy's batch; also tells where it is. */
-static void route_activity(struct pt_portal *p, const struct hsrv_req *req,
-			   struct hsrv_resp *resp)
+static void h_activity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
+	struct pt_portal *p = ud;
 	struct err e = ERR_INIT;
-	AUTOJSON json_t *body = cj_parse(req->body, req->body_len, 4u << 20, CJ_MAX_DEPTH, &e);
+	AUTOJSON json_t *body = NULL;
 	const char *node = NULL, *proxy = "";
 	json_t *arr, *it;
 	const char **ids = NULL;
 	long long *at = NULL, now = pt_now_ms();
 	size_t i, n = 0;
 
+	if (!node_caller(p, req, resp))
+		return;
+	body = cj_parse(req->body, req->body_len, 4u << 20, CJ_MAX_DEPTH, &e);
 	if (!body || json_unpack(body, "{s:s, s?s, s:o}", "node", &node, "proxy", &proxy,
 				 "sandboxes", &arr) != 0 ||
 	    !json_is_array(arr)) {
@@ -825,51 +905,52 @@ static void route_activity(struct pt_portal *p, const struct hsrv_req *req,
 	free(at);
 }
 
-/* GET /sbv1/routes/{id}: where a sandbox is, for a proxy;
- * POST /sbv1/routes/{id}/wake: a proxy holds a request for it;
- * POST /sbv1/routes/activity. */
+/* A proxy's question about the sandbox of the route's {id}: its row, or
+ * false after answering (401, 404). */
+static bool route_row(struct pt_portal *p, const struct hsrv_req *req, struct hsrv_resp *resp,
+		      struct pt_sb *sb)
+{
+	const char *id = hsrv_req_param(req, "id");
+	struct err e = ERR_INIT;
+
+	if (!node_caller(p, req, resp))
+		return false;
+	if (strlen(id) >= 40) {
+		fail(resp, 404, "no such route");
+		return false;
+	}
+	memset(sb, 0, sizeof(*sb));
+	if (pt_store_sb_get(p->st, id, sb, &e) == -1) {
+		pt_resp_err(resp, &e);
+		return false;
+	}
+	return true;
+}
+
+/* POST /sbv1/routes/{id}/wake: a proxy holds a request for it.  Answered at
+ * once: the proxy holds its request and follows the change feed until the
+ * route is ready. */
+static void h_route_wake(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct pt_portal *p = ud;
+	struct pt_sb sb;
+
+	if (!route_row(p, req, resp, &sb))
+		return;
+	pt_hib_wake(p, &sb, 0, NULL, resp);
+	pt_sb_clear(&sb);
+}
+
+/* GET /sbv1/routes/{id}: where a sandbox is, for a proxy. */
 static void h_route(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
-	const char *rest = req->path + strlen("/sbv1/routes/");
-	char id[40];
-	size_t idlen = strcspn(rest, "/");
-	bool wake = strcmp(rest + idlen, "/wake") == 0;
 	struct pt_sb sb;
 	struct err e = ERR_INIT;
 	struct pt_node *n;
 
-	if (!node_caller(p, req, resp))
+	if (!route_row(p, req, resp, &sb))
 		return;
-	if (strcmp(rest, "activity") == 0) {
-		if (strcmp(req->method, "POST") != 0)
-			fail(resp, 405, "POST only");
-		else
-			route_activity(p, req, resp);
-		return;
-	}
-	if (idlen == 0 || idlen >= sizeof(id) || (rest[idlen] && !wake)) {
-		fail(resp, 404, "no such route");
-		return;
-	}
-	if (strcmp(req->method, wake ? "POST" : "GET") != 0) {
-		fail(resp, 405, wake ? "POST only" : "GET only");
-		return;
-	}
-	memcpy(id, rest, idlen);
-	id[idlen] = '\0';
-	memset(&sb, 0, sizeof(sb));
-	if (pt_store_sb_get(p->st, id, &sb, &e) == -1) {
-		pt_resp_err(resp, &e);
-		return;
-	}
-	if (wake) {
-		/* Answered at once: the proxy holds its request and follows the
-		 * change feed until the route is ready. */
-		pt_hib_wake(p, &sb, 0, NULL, resp);
-		pt_sb_clear(&sb);
-		return;
-	}
 	n = sb.node[0] ? pt_nodes_find(p, sb.node) : NULL;
 	/* share links the proxies must refuse from now on (a revocation is an
 	 * event of the sandbox, so the change feed brings them here) */
@@ -913,83 +994,87 @@ static void list_key(const struct pt_key *k, void *ud)
 	json_array_append_new(ud, key_view(k));
 }
 
+/* GET /sbv1/keys */
 static void h_keys(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
 	struct err e = ERR_INIT;
+	json_t *arr;
 
 	if (!caller(p, req, resp, &who) || !admin_only(&who, resp))
 		return;
-	if (strcmp(req->method, "GET") == 0) {
-		json_t *arr = json_array();
-
-		if (pt_store_key_list(p->st, list_key, arr, &e) == -1) {
-			json_decref(arr);
-			pt_resp_err(resp, &e);
-			return;
-		}
-		hsrv_resp_json(resp, 200, json_pack("{s:o}", "keys", arr));
-	} else if (strcmp(req->method, "POST") == 0) {
-		static const char *const keys[] = {"name", "role", NULL};
-		json_t *body = body_object(req, resp), *v;
-		const char *name = NULL, *role = "user";
-		char key[PT_KEY_MAX];
-		struct pt_key k;
-
-		if (!body)
-			return;
-		if (!only_fields(body, keys, "", resp))
-			goto done;
-		v = json_object_get(body, "name");
-		if (!json_is_string(v) || !name_ok(json_string_value(v), 100, "-_. @")) {
-			bad_field(resp, "name", "`name` is required: 1-100 letters, digits, -_. @");
-			goto done;
-		}
-		name = json_string_value(v);
-		v = json_object_get(body, "role");
-		if (v && !json_is_null(v)) {
-			if (!json_is_string(v) || (strcmp(json_string_value(v), "admin") != 0 &&
-						   strcmp(json_string_value(v), "user") != 0)) {
-				bad_field(resp, "role", "`role` must be \"admin\" or \"user\"");
-				goto done;
-			}
-			role = json_string_value(v);
-		}
-		if (pt_auth_key_create(p->st, name, role, key, &k, &e) == -1) {
-			pt_resp_err(resp, &e);
-			goto done;
-		}
-		{
-			json_t *out = key_view(&k);
-
-			json_object_set_new(out, "key", json_string(key));
-			explicit_bzero(key, sizeof(key));
-			hsrv_resp_json(resp, 201, out);
-		}
-		log_info("key created", "{s:s, s:s, s:s, s:s}", "key_id", k.id, "name", k.name,
-			 "role", k.role, "by", who.key_id);
-done:
-		json_decref(body);
-	} else {
-		fail(resp, 405, "method not allowed here");
+	arr = json_array();
+	if (pt_store_key_list(p->st, list_key, arr, &e) == -1) {
+		json_decref(arr);
+		pt_resp_err(resp, &e);
+		return;
 	}
+	hsrv_resp_json(resp, 200, json_pack("{s:o}", "keys", arr));
 }
 
+/* POST /sbv1/keys {name, role?} */
+static void h_key_create(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	static const char *const keys[] = {"name", "role", NULL};
+	struct pt_portal *p = ud;
+	struct pt_caller who;
+	struct err e = ERR_INIT;
+	json_t *body, *v;
+	const char *name = NULL, *role = "user";
+	char key[PT_KEY_MAX];
+	struct pt_key k;
+
+	if (!caller(p, req, resp, &who) || !admin_only(&who, resp))
+		return;
+	body = body_object(req, resp);
+	if (!body)
+		return;
+	if (!only_fields(body, keys, "", resp))
+		goto done;
+	v = json_object_get(body, "name");
+	if (!json_is_string(v) || !name_ok(json_string_value(v), 100, "-_. @")) {
+		bad_field(resp, "name", "`name` is required: 1-100 letters, digits, -_. @");
+		goto done;
+	}
+	name = json_string_value(v);
+	v = json_object_get(body, "role");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || (strcmp(json_string_value(v), "admin") != 0 &&
+					   strcmp(json_string_value(v), "user") != 0)) {
+			bad_field(resp, "role", "`role` must be \"admin\" or \"user\"");
+			goto done;
+		}
+		role = json_string_value(v);
+	}
+	if (pt_auth_key_create(p->st, name, role, key, &k, &e) == -1) {
+		pt_resp_err(resp, &e);
+		goto done;
+	}
+	{
+		json_t *out = key_view(&k);
+
+		json_object_set_new(out, "key", json_string(key));
+		explicit_bzero(key, sizeof(key));
+		hsrv_resp_json(resp, 201, out);
+	}
+	log_info("key created", "{s:s, s:s, s:s, s:s}", "key_id", k.id, "name", k.name, "role",
+		 k.role, "by", who.key_id);
+done:
+	json_decref(body);
+}
+
+/* DELETE /sbv1/keys/{id}: revokes it. */
 static void h_key(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
 	struct err e = ERR_INIT;
-	const char *id = req->path + strlen("/sbv1/keys/");
+	const char *id = hsrv_req_param(req, "id");
 	struct pt_key k;
 
 	if (!caller(p, req, resp, &who) || !admin_only(&who, resp))
 		return;
-	if (strcmp(req->method, "DELETE") != 0) {
-		fail(resp, 405, "use DELETE to revoke a key");
-		return;
-	}
 	if (strlen(id) >= sizeof(k.id) || pt_store_key_revoke(p->st, id, pt_now_ms(), &e) == -1 ||
 	    pt_store_key_get(p->st, id, &k, &e) != 1) {
 		if (!e.http_status)
@@ -1034,13 +1119,10 @@ static void h_openapi(void *ud, const struct hsrv_req *req, struct hsrv_resp *re
 	hsrv_resp_text(resp, 200, "application/json", pt_openapi_json);
 }
 
-static void h_acquire_get(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	(void)ud;
-	(void)req;
-	fail(resp, 405, "use POST");
-}
-
+/* The routes, in the order the router tries them: a literal segment before
+ * a {parameter} that would also match it.  Each is an operation of the
+ * OpenAPI document (portal/openapi.json), which the integration test checks
+ * against this table. */
 int pt_api_routes(struct pt_portal *p, struct err *e)
 {
 	static const struct {
@@ -1051,16 +1133,34 @@ int pt_api_routes(struct pt_portal *p, struct err *e)
 		{"GET", "/metrics", h_metrics},
 		{"GET", "/sbv1/openapi.json", h_openapi},
 		{"POST", "/sbv1/acquire", h_acquire},
-		{NULL, "/sbv1/acquire", h_acquire_get},
-		{NULL, "/sbv1/sandboxes", h_list},
-		{NULL, "/sbv1/sandboxes/*", h_sandbox},
+		{"GET", "/sbv1/sandboxes", h_list},
+		{"GET", "/sbv1/sandboxes/{id}", h_sandbox},
+		{"GET", "/sbv1/sandboxes/{id}/events", h_events},
+		{"GET", "/sbv1/sandboxes/{id}/thumbnail", h_thumbnail},
+		{"POST", "/sbv1/sandboxes/{id}/release", h_release},
+		{"POST", "/sbv1/sandboxes/{id}/keepalive", h_keepalive},
+		{"POST", "/sbv1/sandboxes/{id}/hibernate", h_hibernate},
+		{"POST", "/sbv1/sandboxes/{id}/wake", h_wake},
+		{"POST", "/sbv1/sandboxes/{id}/fork", h_fork},
+		{"GET", "/sbv1/sandboxes/{id}/shares", h_shares},
+		{"POST", "/sbv1/sandboxes/{id}/shares", h_shares},
+		{"GET", "/sbv1/sandboxes/{id}/shares/{share}", h_shares},
+		{"DELETE", "/sbv1/sandboxes/{id}/shares/{share}", h_shares},
+		{"GET", "/sbv1/sandboxes/{id}/recordings", h_rec_list},
+		{"POST", "/sbv1/sandboxes/{id}/recordings", h_rec_start},
+		{"GET", "/sbv1/sandboxes/{id}/recordings/{rec}", h_rec_get},
+		{"POST", "/sbv1/sandboxes/{id}/recordings/{rec}/stop", h_rec_stop},
+		{"GET", "/sbv1/sandboxes/{id}/trace", h_trace},
 		{"POST", "/sbv1/nodes/heartbeat", h_heartbeat},
 		{"GET", "/sbv1/nodes", h_nodes},
 		{"GET", "/sbv1/templates", h_templates},
-		{NULL, "/sbv1/keys", h_keys},
-		{NULL, "/sbv1/keys/*", h_key},
-		{NULL, "/sbv1/routes", h_routes},
-		{NULL, "/sbv1/routes/*", h_route},
+		{"GET", "/sbv1/keys", h_keys},
+		{"POST", "/sbv1/keys", h_key_create},
+		{"DELETE", "/sbv1/keys/{id}", h_key},
+		{"GET", "/sbv1/routes", h_routes},
+		{"POST", "/sbv1/routes/activity", h_activity},
+		{"GET", "/sbv1/routes/{id}", h_route},
+		{"POST", "/sbv1/routes/{id}/wake", h_route_wake},
 	};
 
 	if (pt_web_routes(p, e) == -1)

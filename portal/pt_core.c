@@ -151,10 +151,10 @@ static void node_call(struct pt_job *j, const char *method, const char *url, lon
 	http_resp_free(&resp);
 }
 
-static void *job_thread(void *arg)
+/* The job's work, on its own thread (common/job.h). */
+static void job_work(void *arg)
 {
 	struct pt_job *j = arg;
-	struct pt_portal *p = j->p;
 	char url[1280];
 
 	switch (j->kind) {
@@ -199,38 +199,13 @@ static void *job_thread(void *arg)
 		break;
 	}
 	}
-	pthread_mutex_lock(&p->jobs_mu);
-	j->next_posted = p->posted;
-	p->posted = j;
-	if (p->stopping || hsrv_post(p->srv, job_done, j) == -1) {
-		p->posted = j->next_posted;
-		pt_job_free(j); /* the next start reconciles what this call did */
-	}
-	p->jobs--;
-	pthread_cond_broadcast(&p->jobs_cv);
-	pthread_mutex_unlock(&p->jobs_mu);
-	return NULL;
 }
 
-int pt_thread_start(struct pt_portal *p, void *(*fn)(void *), void *arg)
+/* The answer is not used (the portal stops): the next start reconciles
+ * what this call did. */
+static void job_drop(void *ud)
 {
-	pthread_t t;
-	pthread_attr_t at;
-	int rc;
-
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_mutex_lock(&p->jobs_mu);
-	p->jobs++;
-	pthread_mutex_unlock(&p->jobs_mu);
-	rc = pthread_create(&t, &at, fn, arg);
-	pthread_attr_destroy(&at);
-	if (rc != 0) {
-		pthread_mutex_lock(&p->jobs_mu);
-		p->jobs--;
-		pthread_mutex_unlock(&p->jobs_mu);
-	}
-	return rc;
+	pt_job_free(ud);
 }
 
 int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
@@ -238,7 +213,7 @@ int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e)
 	int rc;
 
 	j->p = p;
-	rc = pt_thread_start(p, job_thread, j);
+	rc = job_start(p->jobs, job_work, job_done, job_drop, j);
 	return rc ? err_set(e, rc, "start a node call") : 0;
 }
 
@@ -309,7 +284,7 @@ static void acq_free(struct pt_portal *p, struct pt_acq *a)
 
 static void resp_error(struct hsrv_resp *r, int status, const char *msg)
 {
-	hsrv_resp_error(r, status, pt_err_code(status), msg);
+	hsrv_resp_error(r, status, NULL, msg);
 	if (status == 503)
 		hsrv_resp_header(r, "Retry-After", RETRY_AFTER_S);
 }
@@ -949,25 +924,12 @@ static void create_done(struct pt_portal *p, struct pt_job *j, struct pt_acq *a)
 	pt_core_dispatch(p);
 }
 
-/* Takes j out of p->posted. */
-static void unpost(struct pt_portal *p, struct pt_job *j)
-{
-	pthread_mutex_lock(&p->jobs_mu);
-	for (struct pt_job **pp = &p->posted; *pp; pp = &(*pp)->next_posted)
-		if (*pp == j) {
-			*pp = j->next_posted;
-			break;
-		}
-	pthread_mutex_unlock(&p->jobs_mu);
-}
-
 static void job_done(void *ud)
 {
 	struct pt_job *j = ud;
 	struct pt_portal *p = j->p;
 	struct pt_acq *a;
 
-	unpost(p, j);
 	if (j->kind == PT_JOB_THUMBNAIL) {
 		pt_thumb_job_done(p, j);
 		pt_job_free(j);
@@ -1216,12 +1178,6 @@ void pt_core_stop(struct pt_portal *p)
 
 void pt_core_free(struct pt_portal *p)
 {
-	while (p->posted) {
-		struct pt_job *j = p->posted;
-
-		p->posted = j->next_posted;
-		pt_job_free(j);
-	}
 	while (p->destroys) {
 		struct pt_destroy *d = p->destroys;
 

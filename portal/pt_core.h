@@ -5,9 +5,10 @@
 #define CLOCHE_PT_CORE_H
 #include "portal/pt_portal.h"
 
-/* One call to a node, run on a thread of its own (pt_job_start); its
- * answer comes back on the loop thread, where pt_core's job_done hands the
- * checkpoint kinds to pt_hib_job_done(). */
+/* One call to a node, run as a job of p->jobs (pt_job_start); its answer
+ * comes back on the loop thread, where pt_core's job_done hands the
+ * checkpoint kinds to pt_hib_job_done().  A job that ends once the portal
+ * stops is dropped: the next start reconciles what the call did. */
 enum pt_job_kind {
 	PT_JOB_CLAIM,       /* POST /v1/sandboxes/{sid}/claim */
 	PT_JOB_CREATE,      /* POST /v1/sandboxes */
@@ -34,16 +35,10 @@ struct pt_job {
 	json_t *out;
 	struct err e;
 	char msg[256];  /* the node's error message, or why no answer came */
-	struct pt_job *next_posted; /* in p->posted (under jobs_mu) */
 };
 /* Starts j (filled by the caller, body owned by j) on a thread: 0, or -1
  * with e (j is still the caller's then). */
 int pt_job_start(struct pt_portal *p, struct pt_job *j, struct err *e);
-
-/* Runs fn(arg) on a detached thread counted in p->jobs (the thread takes
- * one off and broadcasts jobs_cv when it ends, so that shutdown waits for
- * it).  0, or the pthread_create error (nothing was started). */
-int pt_thread_start(struct pt_portal *p, void *(*fn)(void *), void *arg);
 void pt_job_free(struct pt_job *j);
 
 /* Loads row id and moves it from `from` to `to` (ready sets ready_at and a

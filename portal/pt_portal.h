@@ -9,6 +9,7 @@
 #define CLOCHE_PT_PORTAL_H
 #include "common/err.h"
 #include "common/http_server.h"
+#include "common/job.h"
 #include "portal/pt_auth.h"
 #include "portal/pt_metrics.h"
 #include "portal/pt_policy.h"
@@ -16,7 +17,6 @@
 #include "portal/pt_store.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -114,12 +114,8 @@ struct pt_portal {
 	struct pt_thumb *thumbs;  /* dashboard thumbnails (pt_thumb.c) */
 	char *mcp_hosts;          /* its allowed Host/Origin names */
 	long long stop_deadline;  /* SIGTERM: the loop ends by then */
-	bool stopping;
-	/* node calls in flight (threads) and their posted answers */
-	pthread_mutex_t jobs_mu;
-	pthread_cond_t jobs_cv;
-	int jobs;
-	struct pt_job *posted;    /* answers posted to the loop, not yet run */
+	bool stopping;            /* SIGTERM came; loop thread only */
+	struct job_set *jobs;     /* node calls in flight (threads) and their answers */
 	long long started_at;
 };
 
@@ -170,7 +166,8 @@ json_t *pt_view_node(const struct pt_node *n);
 json_t *pt_view_share(const struct pt_portal *p, const struct pt_share *sh, long long now);
 /* The shares of a sandbox, /sbv1/sandboxes/{id}/shares[/{share}] (pt_api.c). */
 json_t *pt_view_templates(const struct pt_portal *p);
+/* An error answer: e's status (500 when it has none) with its code in the
+ * shared table (common/http_status.h); a 503 says when to try again. */
 void pt_resp_err(struct hsrv_resp *resp, const struct err *e);
-const char *pt_err_code(int status);
 
 #endif

@@ -1,7 +1,7 @@
 /* Recordings and the action trace, portal side (pt_rec.h).  A request
- * becomes one node call on a detached thread, counted in p->jobs like the
- * portal's other node calls so shutdown waits for it, and answered on the
- * loop thread through a deferred response. */
+ * becomes one node call, a job of p->jobs like the portal's other node
+ * calls so shutdown waits for it, and is answered on the loop thread
+ * through a deferred response. */
 #include "portal/pt_rec.h"
 #include "portal/pt_core.h"
 #include "portal/pt_nodes.h"
@@ -12,7 +12,6 @@
 #include "common/recid.h"
 #include "common/util.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +66,7 @@ static void call_done(void *ud)
 	}
 	if (c->d) {
 		if (c->status < 0) {
-			hsrv_resp_error(&r, 502, "bad_gateway", c->msg);
+			hsrv_resp_error(&r, 502, NULL, c->msg);
 		} else {
 			r.status = (int)c->status;
 			snprintf(r.content_type, sizeof(r.content_type), "%s",
@@ -84,7 +83,8 @@ static void call_done(void *ud)
 	free(c);
 }
 
-static void *call_thread(void *arg)
+/* The node call, on the job's thread. */
+static void call_work(void *arg)
 {
 	struct rec_call *c = arg;
 	struct pt_portal *p = c->p;
@@ -122,23 +122,22 @@ static void *call_thread(void *arg)
 	}
 	explicit_bzero(authz, sizeof(authz));
 	http_resp_free(&resp);
-	pthread_mutex_lock(&p->jobs_mu);
-	if (p->stopping || hsrv_post(p->srv, call_done, c) == -1) {
-		/* Shutting down: the deferred answer goes with the server. */
-		buf_free(&c->body);
-		free(c);
-	}
-	p->jobs--;
-	pthread_cond_broadcast(&p->jobs_cv);
-	pthread_mutex_unlock(&p->jobs_mu);
-	return NULL;
+}
+
+/* Shutting down: the deferred answer goes with the server. */
+static void call_drop(void *ud)
+{
+	struct rec_call *c = ud;
+
+	buf_free(&c->body);
+	free(c);
 }
 
 /* Starts c on a thread.  0, or -1 (c is still the caller's). */
 static int call_start(struct pt_portal *p, struct rec_call *c)
 {
 	c->p = p;
-	return pt_thread_start(p, call_thread, c) == 0 ? 0 : -1;
+	return job_start(p->jobs, call_work, call_done, call_drop, c) == 0 ? 0 : -1;
 }
 
 /* A call for sb to its node's path (after /v1/sandboxes/{sid}); NULL with
@@ -157,19 +156,19 @@ static struct rec_call *new_call(struct pt_portal *p, const struct pt_sb *sb, co
 			 "(wake it first)",
 			 pt_state_name(sb->state));
 		if (resp)
-			hsrv_resp_error(resp, 409, "conflict", msg);
+			hsrv_resp_error(resp, 409, NULL, msg);
 		return NULL;
 	}
 	n = pt_nodes_find(p, sb->node);
 	if (!n || !n->up) {
 		if (resp)
-			hsrv_resp_error(resp, 503, "unavailable", "the sandbox's node is not answering");
+			hsrv_resp_error(resp, 503, NULL, "the sandbox's node is not answering");
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		if (resp)
-			hsrv_resp_error(resp, 500, "internal", "out of memory");
+			hsrv_resp_error(resp, 500, NULL, "out of memory");
 		return NULL;
 	}
 	snprintf(c->id, sizeof(c->id), "%s", sb->id);
@@ -178,49 +177,38 @@ static struct rec_call *new_call(struct pt_portal *p, const struct pt_sb *sb, co
 	return c;
 }
 
-void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *action,
-		   const struct hsrv_req *req, struct hsrv_resp *resp)
+void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, enum pt_rec_op op,
+		   const char *rec, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
-	bool get = strcmp(req->method, "GET") == 0, post = strcmp(req->method, "POST") == 0;
+	bool get = op != PT_REC_START && op != PT_REC_STOP;
 	char path[128], event[64] = "";
-	const char *rec = NULL, *tail = "";
-	size_t rl = 0;
 	bool raw = false;
 	struct rec_call *c;
 
-	if (strcmp(action, "trace") == 0) {
-		if (!get) {
-			hsrv_resp_error(resp, 405, "method_not_allowed", "GET here");
-			return;
-		}
+	if ((op == PT_REC_GET || op == PT_REC_STOP) && !recid_valid(rec, strlen(rec))) {
+		hsrv_resp_error(resp, 404, NULL, "no such recording");
+		return;
+	}
+	switch (op) {
+	case PT_REC_TRACE:
 		snprintf(path, sizeof(path), "/trace");
 		raw = true;
-	} else {
-		if (action[10] == '/') {
-			rec = action + 11;
-			rl = strcspn(rec, "/");
-			tail = rec + rl;
-			if (!recid_valid(rec, rl) || (*tail && strcmp(tail, "/stop") != 0)) {
-				hsrv_resp_error(resp, 404, "not_found", "no such recording");
-				return;
-			}
-		}
-		if (!rec && post) {
-			snprintf(path, sizeof(path), "/recordings");
-			snprintf(event, sizeof(event), "recording started");
-		} else if (!rec && get) {
-			snprintf(path, sizeof(path), "/recordings");
-		} else if (rec && *tail && post) {
-			snprintf(path, sizeof(path), "/recordings/%.*s/stop", (int)rl, rec);
-			snprintf(event, sizeof(event), "recording stopped");
-		} else if (rec && !*tail && get) {
-			snprintf(path, sizeof(path), "/recordings/%.*s", (int)rl, rec);
-			raw = true;
-		} else {
-			hsrv_resp_error(resp, 405, "method_not_allowed",
-					!rec ? "GET or POST here" : *tail ? "POST here" : "GET here");
-			return;
-		}
+		break;
+	case PT_REC_START:
+		snprintf(path, sizeof(path), "/recordings");
+		snprintf(event, sizeof(event), "recording started");
+		break;
+	case PT_REC_LIST:
+		snprintf(path, sizeof(path), "/recordings");
+		break;
+	case PT_REC_STOP:
+		snprintf(path, sizeof(path), "/recordings/%s/stop", rec);
+		snprintf(event, sizeof(event), "recording stopped");
+		break;
+	case PT_REC_GET:
+		snprintf(path, sizeof(path), "/recordings/%s", rec);
+		raw = true;
+		break;
 	}
 	c = new_call(p, sb, get ? "GET" : "POST", path, resp);
 	if (!c)
@@ -232,10 +220,10 @@ void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *acti
 		if (c->d) {
 			struct hsrv_resp r = {0};
 
-			hsrv_resp_error(&r, 500, "internal", "cannot start the node call");
+			hsrv_resp_error(&r, 500, NULL, "cannot start the node call");
 			hsrv_defer_reply(c->d, &r);
 		} else {
-			hsrv_resp_error(resp, 500, "internal", "out of memory");
+			hsrv_resp_error(resp, 500, NULL, "out of memory");
 		}
 		free(c);
 	}

@@ -15,10 +15,20 @@
 
 #include "portal/pt_portal.h"
 
-/* Serves `action` ("recordings", "recordings/{rec}", "recordings/{rec}/stop"
- * or "trace") of sandbox sb (visible to the caller) for req. */
-void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, const char *action,
-		   const struct hsrv_req *req, struct hsrv_resp *resp);
+/* What a request asks of a sandbox's recordings (one route each). */
+enum pt_rec_op {
+	PT_REC_LIST,  /* GET .../recordings */
+	PT_REC_START, /* POST .../recordings */
+	PT_REC_GET,   /* GET .../recordings/{rec} */
+	PT_REC_STOP,  /* POST .../recordings/{rec}/stop */
+	PT_REC_TRACE, /* GET .../trace */
+};
+
+/* Serves op on sandbox sb (visible to the caller) for req; rec is the
+ * recording of PT_REC_GET and PT_REC_STOP (404 unless it is a recording
+ * id, common/recid.h), NULL otherwise. */
+void pt_rec_handle(struct pt_portal *p, const struct pt_sb *sb, enum pt_rec_op op,
+		   const char *rec, const struct hsrv_req *req, struct hsrv_resp *resp);
 
 /* Starts a recording of sb for an acquire that asked for one (no answer
  * goes anywhere; the outcome is an event of the sandbox). */

@@ -65,7 +65,7 @@ static void png_resp(struct hsrv_resp *r, const struct pt_thumb *t)
 	snprintf(r->content_type, sizeof(r->content_type), "image/png");
 	r->body = malloc(t->len ? t->len : 1);
 	if (!r->body) {
-		hsrv_resp_error(r, 500, "internal", "out of memory");
+		hsrv_resp_error(r, 500, NULL, "out of memory");
 		return;
 	}
 	memcpy(r->body, t->png, t->len);
@@ -127,12 +127,12 @@ void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
 
 		snprintf(msg, sizeof(msg), "the sandbox is %s: only a running one has a screen",
 			 pt_state_name(sb->state));
-		hsrv_resp_error(resp, 409, "conflict", msg);
+		hsrv_resp_error(resp, 409, NULL, msg);
 		return;
 	}
 	n = pt_nodes_find(p, sb->node);
 	if (!n || !n->up) {
-		hsrv_resp_error(resp, 503, "unavailable", "the sandbox's node is not answering");
+		hsrv_resp_error(resp, 503, NULL, "the sandbox's node is not answering");
 		return;
 	}
 	for (t = p->thumbs; t; t = t->next)
@@ -142,7 +142,7 @@ void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
 		make_room(p, sb->id);
 		t = calloc(1, sizeof(*t));
 		if (!t) {
-			hsrv_resp_error(resp, 500, "internal", "out of memory");
+			hsrv_resp_error(resp, 500, NULL, "out of memory");
 			return;
 		}
 		snprintf(t->id, sizeof(t->id), "%s", sb->id);
@@ -159,7 +159,7 @@ void pt_thumb_get(struct pt_portal *p, const struct pt_sb *sb, int width,
 	w = calloc(1, sizeof(*w));
 	if (!w || !(w->d = hsrv_defer(req, waiter_gone, w))) {
 		free(w);
-		hsrv_resp_error(resp, 500, "internal", "out of memory");
+		hsrv_resp_error(resp, 500, NULL, "out of memory");
 		return;
 	}
 	w->next = t->waiters;
@@ -188,7 +188,7 @@ fail:
 	{
 		struct hsrv_resp r = {0};
 
-		hsrv_resp_error(&r, 500, "internal", "cannot fetch the thumbnail");
+		hsrv_resp_error(&r, 500, NULL, "cannot fetch the thumbnail");
 		hsrv_defer_reply(w->d, &r);
 	}
 	free(w);
@@ -253,8 +253,7 @@ void pt_thumb_job_done(struct pt_portal *p, struct pt_job *j)
 		} else {
 			int st = j->status == 409 || j->status == 404 ? 409 : 502;
 
-			hsrv_resp_error(&r, st, st == 409 ? "conflict" : "bad_gateway",
-					j->msg[0] ? j->msg : "the node gave no picture");
+			hsrv_resp_error(&r, st, NULL, j->msg[0] ? j->msg : "the node gave no picture");
 		}
 		hsrv_defer_reply(w->d, &r);
 		free(w);

@@ -7,29 +7,11 @@
 
 #include <string.h>
 
-const char *pt_err_code(int status)
-{
-	switch (status) {
-	case 400: return "bad_request";
-	case 401: return "unauthorized";
-	case 403: return "forbidden";
-	case 404: return "not_found";
-	case 405: return "method_not_allowed";
-	case 409: return "conflict";
-	case 413: return "too_large";
-	case 501: return "not_implemented";
-	case 502: return "bad_gateway";
-	case 503: return "unavailable";
-	case 504: return "timeout";
-	default: return "internal";
-	}
-}
-
 void pt_resp_err(struct hsrv_resp *resp, const struct err *e)
 {
 	int st = e->http_status ? e->http_status : 500;
 
-	hsrv_resp_error(resp, st, pt_err_code(st), e->msg);
+	hsrv_resp_error(resp, st, NULL, e->msg);
 	if (st == 503)
 		hsrv_resp_header(resp, "Retry-After", "5");
 }

@@ -35,7 +35,7 @@ static void h_file(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		hsrv_resp_header(resp, "Referrer-Policy", "no-referrer");
 		return;
 	}
-	hsrv_resp_error(resp, 404, "not_found", "no such page");
+	hsrv_resp_error(resp, 404, NULL, "no such page");
 }
 
 int pt_web_routes(struct pt_portal *p, struct err *e)

@@ -1,35 +1,11 @@
 /* The proxy's own answers; see px_answer.h. */
 #include "proxy/px_answer.h"
 
+#include "common/http_status.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *px_reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 302: return "Found";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Error";
-	}
-}
 
 /* Appends s with the five HTML specials escaped. */
 static int html_escape(struct buf *out, const char *s, struct err *e)
@@ -66,13 +42,15 @@ int px_answer_build(const struct px_answer *a, struct buf *out, struct err *e)
 				"<style>body{font:16px system-ui,sans-serif;margin:3em auto;max-width:40em;"
 				"padding:0 1em;color:#222}h1{font-size:1.4em}code{color:#666}</style>"
 				"</head><body><h1>%d %s</h1><p>",
-				a->status, px_reason(a->status), a->status, px_reason(a->status)) == -1 ||
+				a->status, http_status_reason(a->status), a->status,
+				http_status_reason(a->status)) == -1 ||
 		    html_escape(&body, a->message ? a->message : "", e) == -1 ||
 		    buf_appendf(&body, e, "</p><p><code>%s</code> &middot; cloche-proxy</p></body></html>\n",
-				a->code ? a->code : "error") == -1)
+				a->code ? a->code : http_status_code(a->status)) == -1)
 			goto out;
 	} else {
-		json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", a->code ? a->code : "error",
+		json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code",
+				      a->code ? a->code : http_status_code(a->status),
 				      "message", a->message ? a->message : "");
 		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
@@ -87,7 +65,7 @@ int px_answer_build(const struct px_answer *a, struct buf *out, struct err *e)
 	if (buf_appendf(out, e,
 			"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 			"Cache-Control: no-store\r\n%s%s\r\n",
-			a->status, px_reason(a->status), type ? type : "text/plain", body.len,
+			a->status, http_status_reason(a->status), type ? type : "text/plain", body.len,
 			a->headers ? a->headers : "",
 			a->keep_alive ? "" : "Connection: close\r\n") == -1 ||
 	    buf_append(out, body.data ? body.data : "", body.len, e) == -1)

@@ -18,9 +18,8 @@ struct px_answer {
 	const char *type;      /* its Content-Type */
 };
 
-/* Appends the whole response to out.  0, or -1 with e set. */
+/* Appends the whole response to out (the reason phrase, and the code when
+ * a->code is NULL, from common/http_status.h).  0, or -1 with e set. */
 int px_answer_build(const struct px_answer *a, struct buf *out, struct err *e);
-/* The reason phrase of status. */
-const char *px_reason(int status);
 
 #endif

@@ -69,10 +69,7 @@ static void resp_err(struct hsrv_resp *resp, const struct err *e)
 {
 	int st = e->http_status ? e->http_status : 500;
 
-	hsrv_resp_error(resp, st, st == 404 ? "not_found" : st == 409 ? "conflict"
-				  : st == 400  ? "bad_request"
-					       : "internal",
-			e->msg);
+	hsrv_resp_error(resp, st, NULL, e->msg);
 }
 
 static void h_start(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)

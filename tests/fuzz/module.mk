@@ -23,7 +23,9 @@ FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c p
 FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c common/digest.c
 FUZZ_LIBS_s3-list := $(call pc_libs,libcurl libcrypto)
 FUZZ_SRCS_b64 := tests/fuzz/fuzz_b64.c common/b64.c
-FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list b64
+FUZZ_SRCS_route := tests/fuzz/fuzz_route.c common/http_server.c common/http_status.c common/log.c
+FUZZ_LIBS_route := $(call pc_libs,libwebsockets)
+FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list b64 route
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz-%: $$(FUZZ_SRCS_%) $(FUZZ_COMMON) tests/fuzz/module.mk

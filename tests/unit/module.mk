@@ -24,13 +24,14 @@ $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB) | $(BUILD)/l
 
 TESTS += $(BUILD)/tests/unit-appliance
 
-# cloche-node's modules (tests/unit/node/), linked with the objects they test.
+# cloche-node's modules (tests/unit/node/), linked with the objects they test
+# (test_api.c has doubles of the node itself, na_sandbox.c and its parts).
 UNIT_NODE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/node/*.c)) \
 	$(BUILD)/obj/node-agent/na_egress.o $(BUILD)/obj/node-agent/na_egress_policy.o \
 	$(BUILD)/obj/node-agent/na_egress_http.o $(BUILD)/obj/node-agent/na_spec.o \
 	$(BUILD)/obj/node-agent/na_netns.o $(BUILD)/obj/node-agent/na_cmd.o \
 	$(BUILD)/obj/node-agent/na_btrfs.o $(BUILD)/obj/node-agent/na_test.o \
-	$(BUILD)/obj/node-agent/na_s3.o
+	$(BUILD)/obj/node-agent/na_s3.o $(BUILD)/obj/node-agent/na_api.o
 $(BUILD)/tests/unit-node: $(UNIT_NODE_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread

@@ -12,6 +12,8 @@ Suite *suite_json(void);
 Suite *suite_log(void);
 Suite *suite_http_client(void);
 Suite *suite_http_server(void);
+Suite *suite_http_status(void);
+Suite *suite_job(void);
 Suite *suite_query(void);
 Suite *suite_utf8(void);
 Suite *suite_b64(void);

@@ -15,6 +15,8 @@ int main(void)
 	srunner_add_suite(sr, suite_log());
 	srunner_add_suite(sr, suite_http_client());
 	srunner_add_suite(sr, suite_http_server());
+	srunner_add_suite(sr, suite_http_status());
+	srunner_add_suite(sr, suite_job());
 	srunner_add_suite(sr, suite_query());
 	srunner_add_suite(sr, suite_utf8());
 	srunner_add_suite(sr, suite_b64());

@@ -3,13 +3,16 @@
  * errors, timers and watched fds, response headers, deferred answers and
  * streams completed from other threads through hsrv_post(), and a
  * connection closed before its first request, all through a real HTTP
- * client (common/http_client over libcurl) against the server on a thread. */
+ * client (common/http_client over libcurl) against the server on a thread.
+ * The router's patterns: the matcher on its own (table-driven), then path
+ * parameters, 405 with Allow and libwebsockets' decoding over HTTP. */
 #include "common/http_client.h"
 #include "common/http_server.h"
 #include "tests/unit/unit.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -373,10 +376,196 @@ START_TEST(survives_a_connection_without_request)
 }
 END_TEST
 
+/* --- the router's patterns ------------------------------------------- */
+
+#define LONG127 "0123456789012345678901234567890123456789012345678901234567890123" \
+		"456789012345678901234567890123456789012345678901234567890123456"
+
+static const struct {
+	const char *pattern, *path;
+	bool match;
+	const char *params; /* "name=value;..." as matched */
+} match_cases[] = {
+	/* literal */
+	{"/a/b", "/a/b", true, ""},
+	{"/a/b", "/a/bc", false, ""},
+	{"/a/b", "/a", false, ""},
+	{"/", "/", true, ""},
+	{"/", "/x", false, ""},
+	/* parameters */
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/sb-1", true, "id=sb-1;"},
+	{"/v1/sandboxes/{id}/{action}", "/v1/sandboxes/sb-1/claim", true, "id=sb-1;action=claim;"},
+	{"/r/{id}/wake", "/r/x/wake", true, "id=x;"},
+	{"/r/{id}/wake", "/r/x/wakes", false, ""},
+	{"/r/{id}/wake", "/r/x", false, ""},
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/sb-1/thumbnail", false, ""},
+	{"/{a}/{b}/{c}/{d}", "/1/2/3/4", true, "a=1;b=2;c=3;d=4;"},
+	/* trailing slash and empty segments: never a match */
+	{"/a/b", "/a/b/", false, ""},
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/sb-1/", false, ""},
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/", false, ""},
+	{"/v1/sandboxes/{id}/{action}", "/v1/sandboxes//claim", false, ""},
+	/* the matcher sees the path as decoded; it decodes nothing itself */
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/sb%2D1", true, "id=sb%2D1;"},
+	{"/v1/sandboxes/{id}", "/v1/sandboxes/a b", true, "id=a b;"},
+	/* segment length: HSRV_PARAM_MAX - 1 bytes fit, one more does not */
+	{"/x/{id}", "/x/" LONG127, true, "id=" LONG127 ";"},
+	{"/x/{id}", "/x/" LONG127 "7", false, ""},
+	/* prefix */
+	{"/files/*", "/files/", true, ""},
+	{"/files/*", "/files/x/y.txt", true, ""},
+	{"/files/*", "/files", false, ""},
+	{"/v1/{id}/*", "/v1/a/b/c", true, "id=a;"},
+	/* malformed patterns match nothing */
+	{"v1/x", "v1/x", false, ""},
+	{"/a{id}", "/ax", false, ""},
+	{"/{id}x", "/ax", false, ""},
+	{"/{}", "/a", false, ""},
+	{"/{a-b}", "/a", false, ""},
+	{"/{id", "/a", false, ""},
+	{"/}", "/}", false, ""},
+	{"/a/*/b", "/a/x/b", false, ""},
+	{"/{a}/{b}/{c}/{d}/{e}", "/1/2/3/4/5", false, ""},
+	{"/{p0123456789012345678901234567890}", "/x", false, ""},
+};
+
+START_TEST(matches_patterns)
+{
+	struct hsrv_req req;
+	char got[512] = "";
+	bool m;
+
+	memset(&req, 0, sizeof(req));
+	m = hsrv_match(match_cases[_i].pattern, match_cases[_i].path, &req);
+	for (size_t i = 0; m && i < req.nparams; i++) {
+		size_t at = strlen(got);
+		snprintf(got + at, sizeof(got) - at, "%s=%s;", req.params[i].name, req.params[i].value);
+		ck_assert_str_eq(hsrv_req_param(&req, req.params[i].name), req.params[i].value);
+	}
+	ck_assert_msg(m == match_cases[_i].match, "%s ~ %s: %d", match_cases[_i].pattern,
+		      match_cases[_i].path, m);
+	ck_assert_msg(!m || req.nparams <= HSRV_MAX_PARAMS, "too many parameters");
+	ck_assert_msg(!m || strcmp(got, match_cases[_i].params) == 0, "%s ~ %s: %s",
+		      match_cases[_i].pattern, match_cases[_i].path, got);
+	ck_assert_ptr_null(hsrv_req_param(&req, "nope"));
+}
+END_TEST
+
+/* A malformed pattern is refused when it is added, with the reason. */
+START_TEST(refuses_bad_patterns)
+{
+	static const char *const bad[] = {"v1/x", "/a{id}", "/{id}x", "/{}", "/{a-b}", "/{id",
+					  "/}", "/a/*/b", "/{a}/{b}/{c}/{d}/{e}"};
+	struct err e = ERR_INIT;
+	struct hsrv *srv = hsrv_new(&(struct hsrv_opts){.port = -1}, &e);
+
+	ck_assert_msg(srv, "%s", e.msg);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err_clear(&e);
+		ck_assert_int_eq(hsrv_route(srv, "GET", bad[i], h_hello, NULL, &e), -1);
+		ck_assert_int_eq(e.code, EINVAL);
+		ck_assert_msg(strstr(e.msg, bad[i]), "%s", e.msg);
+	}
+	err_clear(&e);
+	ck_assert_int_eq(hsrv_route(srv, "GET, POST", "/x", h_hello, NULL, &e), -1);
+	ck_assert_int_eq(hsrv_route(srv, "GET", "/ok/{id}/*", h_hello, NULL, &e), 0);
+	hsrv_free(srv);
+}
+END_TEST
+
+/* Answers the method and the parameters the router matched. */
+static void h_params(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	json_t *p = json_object();
+
+	(void)ud;
+	for (size_t i = 0; i < req->nparams; i++)
+		json_object_set_new(p, req->params[i].name, json_string(req->params[i].value));
+	hsrv_resp_json(resp, 200, json_pack("{s:s, s:o}", "method", req->method, "params", p));
+}
+
+static void router_setup(void)
+{
+	static const struct {
+		const char *method, *pattern;
+	} routes[] = {
+		{"POST", "/r/activity"}, /* a literal before the parameter that would match it */
+		{"GET", "/r/{id}"},
+		{"DELETE", "/r/{id}"},
+		{"POST", "/r/{id}/{action}"},
+		{"GET", "/r/{id}/files/*"},
+	};
+	struct err e = ERR_INIT;
+
+	memset(&fx, 0, sizeof(fx));
+	fx.srv = hsrv_new(&(struct hsrv_opts){.listen = "127.0.0.1", .port = 0}, &e);
+	ck_assert_msg(fx.srv, "%s", e.msg);
+	fx.port = hsrv_port(fx.srv);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		ck_assert_int_eq(hsrv_route(fx.srv, routes[i].method, routes[i].pattern, h_params,
+					    NULL, &e), 0);
+	ck_assert_int_eq(hsrv_route(fx.srv, "POST", "/stop", h_stop, &fx, &e), 0);
+	ck_assert_int_eq(pthread_create(&fx.thread, NULL, loop, fx.srv), 0);
+}
+
+static const struct {
+	const char *method, *path;
+	long status;
+	const char *allow;  /* the Allow header, or NULL for none */
+	const char *needle; /* in the body */
+} route_cases[] = {
+	{"GET", "/r/sb-1", 200, NULL, "\"params\":{\"id\":\"sb-1\"}"},
+	{"DELETE", "/r/sb-1", 200, NULL, "\"method\":\"DELETE\""},
+	{"PUT", "/r/sb-1", 405, "GET, DELETE", "\"code\":\"method_not_allowed\""},
+	{"POST", "/r/activity", 200, NULL, "\"params\":{}"},
+	{"GET", "/r/activity", 405, "POST", "\"code\":\"method_not_allowed\""},
+	{"POST", "/r/sb-1/claim", 200, NULL, "\"params\":{\"id\":\"sb-1\",\"action\":\"claim\"}"},
+	{"GET", "/r/sb-1/claim", 405, "POST", "\"code\":\"method_not_allowed\""},
+	{"GET", "/r/sb-1/files/a/b", 200, NULL, "\"params\":{\"id\":\"sb-1\"}"},
+	/* libwebsockets decodes the path before routing */
+	{"GET", "/r/sb%2D1", 200, NULL, "\"params\":{\"id\":\"sb-1\"}"},
+	{"GET", "/r/a%20b", 200, NULL, "\"params\":{\"id\":\"a b\"}"},
+	{"POST", "/r/a%2Fb", 200, NULL, "\"params\":{\"id\":\"a\",\"action\":\"b\"}"},
+	{"GET", "/r/a%2Fb%2Fc", 404, NULL, "\"code\":\"not_found\""},
+	/* trailing slash, empty and over-long segments */
+	{"GET", "/r/sb-1/", 404, NULL, "\"code\":\"not_found\""},
+	{"GET", "/r/", 404, NULL, "\"code\":\"not_found\""},
+	{"GET", "/r/" LONG127, 200, NULL, "\"id\":\"" LONG127 "\""},
+	{"GET", "/r/" LONG127 "7", 404, NULL, "\"code\":\"not_found\""},
+	{"GET", "/nope", 404, NULL, "\"code\":\"not_found\""},
+};
+
+START_TEST(routes_with_parameters)
+{
+	struct http_resp r = {0};
+	struct err e = ERR_INIT;
+	char url[512];
+	const char *allow;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", fx.port, route_cases[_i].path);
+	/* a body, so that PUT is answered (libwebsockets waits for one) */
+	ck_assert_msg(http_request(&(struct http_req){.method = route_cases[_i].method, .url = url,
+						     .body = "{}", .body_len = 2, .timeout_ms = 5000},
+				   &r, &e) == 0,
+		      "%s", e.msg);
+	allow = http_resp_header(&r, "allow");
+	ck_assert_msg(r.status == route_cases[_i].status, "%s %s: %ld", route_cases[_i].method,
+		      route_cases[_i].path, r.status);
+	ck_assert_msg(route_cases[_i].allow ? allow && strcmp(allow, route_cases[_i].allow) == 0
+					    : !allow,
+		      "%s %s: Allow %s", route_cases[_i].method, route_cases[_i].path,
+		      allow ? allow : "(none)");
+	ck_assert_msg(r.body.data && strstr(r.body.data, route_cases[_i].needle), "%s %s: %s",
+		      route_cases[_i].method, route_cases[_i].path, r.body.data);
+	http_resp_free(&r);
+}
+END_TEST
+
 Suite *suite_http_server(void)
 {
 	Suite *s = suite_create("http_server");
 	TCase *tc = tcase_create("core");
+	TCase *rt = tcase_create("router");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, routes_by_method_and_path);
@@ -388,5 +577,14 @@ Suite *suite_http_server(void)
 	tcase_add_test(tc, answers_later_and_streams);
 	tcase_add_test(tc, survives_a_connection_without_request);
 	suite_add_tcase(s, tc);
+	tcase_add_loop_test(rt, matches_patterns, 0,
+			    (int)(sizeof(match_cases) / sizeof(match_cases[0])));
+	tcase_add_test(rt, refuses_bad_patterns);
+	suite_add_tcase(s, rt);
+	rt = tcase_create("router_http");
+	tcase_add_checked_fixture(rt, router_setup, teardown);
+	tcase_add_loop_test(rt, routes_with_parameters, 0,
+			    (int)(sizeof(route_cases) / sizeof(route_cases[0])));
+	suite_add_tcase(s, rt);
 	return s;
 }

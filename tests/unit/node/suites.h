@@ -9,5 +9,6 @@ Suite *suite_node_egress_engine(void);
 Suite *suite_node_spec(void);
 Suite *suite_node_btrfs(void);
 Suite *suite_node_s3(void);
+Suite *suite_node_api(void);
 
 #endif

@@ -7,5 +7,6 @@ Suite *suite_portal_state(void);
 Suite *suite_portal_store(void);
 Suite *suite_portal_auth(void);
 Suite *suite_portal_policy(void);
+Suite *suite_portal_openapi(void);
 
 #endif
