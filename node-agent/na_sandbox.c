@@ -37,20 +37,6 @@
 
 const struct na_limits na_default_limits = {2048, 1, 1024};
 
-bool na_valid_id(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n > 31 || id[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 void na_sb_dir(const struct na_node *n, const char *id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/sandboxes/%s", n->pool, id);

@@ -71,20 +71,6 @@ static int outcome(const char *what, const char *id, struct err *e)
 	return 0;
 }
 
-bool na_valid_id(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n > 31 || id[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 int na_node_create_begin(struct na_node *n, const json_t *req, char *id_out, bool *claimed,
 			 struct err *e)
 {
