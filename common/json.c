@@ -169,21 +169,33 @@ static int cj_wrong_type(const char *key, const char *what, struct err *e)
 	return err_http(e, 400, "`%s` must be %s", key, what);
 }
 
+/* cj_typed: looks key up and checks its type.  Returns 1 with *out set when
+ * the key holds a value of the type, 0 with *out NULL when it is missing or
+ * null, -1 (e says which, *out NULL) when it holds anything else. */
+static int cj_typed(const json_t *obj, const char *key, json_type type, const char *what,
+		    json_t **out, struct err *e)
+{
+	if (cj_field(obj, key, out, e) == -1)
+		return -1;
+	if (!*out)
+		return 0;
+	/* JSON_TRUE and JSON_FALSE are one type here: a boolean. */
+	if (type == JSON_TRUE ? !json_is_boolean(*out) : json_typeof(*out) != type) {
+		*out = NULL;
+		return cj_wrong_type(key, what, e);
+	}
+	return 1;
+}
+
 int cj_get_str(const json_t *obj, const char *key, const char *def, const char **out,
 	       struct err *e)
 {
 	json_t *v;
+	int rc = cj_typed(obj, key, JSON_STRING, "a string", &v, e);
 
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (!v) {
-		*out = def;
-		return 0;
-	}
-	if (!json_is_string(v))
-		return cj_wrong_type(key, "a string", e);
-	*out = json_string_value(v);
-	return 0;
+	if (rc >= 0)
+		*out = rc ? json_string_value(v) : def;
+	return rc < 0 ? -1 : 0;
 }
 
 int cj_req_str(const json_t *obj, const char *key, const char **out, struct err *e)
@@ -197,67 +209,50 @@ int cj_get_int(const json_t *obj, const char *key, long long def, long long *out
 	       struct err *e)
 {
 	json_t *v;
+	int rc = cj_typed(obj, key, JSON_INTEGER, "an integer", &v, e);
 
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (!v) {
-		*out = def;
-		return 0;
-	}
-	if (!json_is_integer(v))
-		return cj_wrong_type(key, "an integer", e);
-	*out = json_integer_value(v);
-	return 0;
+	if (rc >= 0)
+		*out = rc ? json_integer_value(v) : def;
+	return rc < 0 ? -1 : 0;
 }
 
 int cj_req_int(const json_t *obj, const char *key, long long *out, struct err *e)
 {
 	json_t *v;
+	int rc = cj_typed(obj, key, JSON_INTEGER, "an integer", &v, e);
 
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (!v)
+	if (rc == 0)
 		return cj_required(key, e);
-	return cj_get_int(obj, key, 0, out, e);
+	if (rc > 0)
+		*out = json_integer_value(v);
+	return rc < 0 ? -1 : 0;
 }
 
 int cj_get_bool(const json_t *obj, const char *key, bool def, bool *out, struct err *e)
 {
 	json_t *v;
+	int rc = cj_typed(obj, key, JSON_TRUE, "a boolean", &v, e);
 
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (!v) {
-		*out = def;
-		return 0;
-	}
-	if (!json_is_boolean(v))
-		return cj_wrong_type(key, "a boolean", e);
-	*out = json_is_true(v);
-	return 0;
+	if (rc >= 0)
+		*out = rc ? json_is_true(v) : def;
+	return rc < 0 ? -1 : 0;
 }
 
 int cj_req_bool(const json_t *obj, const char *key, bool *out, struct err *e)
 {
 	json_t *v;
+	int rc = cj_typed(obj, key, JSON_TRUE, "a boolean", &v, e);
 
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (!v)
+	if (rc == 0)
 		return cj_required(key, e);
-	return cj_get_bool(obj, key, false, out, e);
+	if (rc > 0)
+		*out = json_is_true(v);
+	return rc < 0 ? -1 : 0;
 }
 
 int cj_get_obj(const json_t *obj, const char *key, json_t **out, struct err *e)
 {
-	json_t *v;
-
-	if (cj_field(obj, key, &v, e) == -1)
-		return -1;
-	if (v && !json_is_object(v))
-		return cj_wrong_type(key, "an object", e);
-	*out = v;
-	return 0;
+	return cj_typed(obj, key, JSON_OBJECT, "an object", out, e) < 0 ? -1 : 0;
 }
 
 int cj_req_obj(const json_t *obj, const char *key, json_t **out, struct err *e)

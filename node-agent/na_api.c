@@ -372,13 +372,20 @@ static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	hsrv_resp_json(resp, 201, na_node_get_json(a->node, id));
 }
 
-static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+/* GET answers that are one view of the node: the list, the templates, the
+ * capacity. */
+static void node_view(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp,
+		      json_t *(*view)(struct na_node *))
 {
 	struct agent *a = ud;
 
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_list_json(a->node));
+	if (!deny(a, req, resp))
+		hsrv_resp_json(resp, 200, view(a->node));
+}
+
+static void h_list(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	node_view(ud, req, resp, na_node_list_json);
 }
 
 /* Downloads are read whole (REC_SERVE_MAX) and answered with a
@@ -551,11 +558,7 @@ static void h_l2_delete(void *ud, const struct hsrv_req *req, struct hsrv_resp *
 
 static void h_templates(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_templates_json(a->node));
+	node_view(ud, req, resp, na_node_templates_json);
 }
 
 /* POST /v1/templates {"import": "/path/to/stream"} */
@@ -584,11 +587,7 @@ static void h_import(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 
 static void h_capacity(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
-	struct agent *a = ud;
-
-	if (deny(a, req, resp))
-		return;
-	hsrv_resp_json(resp, 200, na_node_capacity_json(a->node));
+	node_view(ud, req, resp, na_node_capacity_json);
 }
 
 static void h_healthz(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)

@@ -75,23 +75,6 @@ static int runsc(const char *root, const char *id, bool need_ns, int logfd, stru
 	return rc;
 }
 
-int na_runsc_run(const char *root, const char *id, const char *bundle, const char *log_path,
-		 struct err *e)
-{
-	char *args[] = {"run", "-detach", "--bundle", (char *)bundle, (char *)id, NULL};
-	AUTOCLOSE int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	int rc;
-
-	if (logfd == -1)
-		return err_set(e, errno, "open `%s`", log_path);
-	rc = runsc(root, id, true, logfd, NULL, e, args);
-	if (rc == -1)
-		return -1;
-	if (rc != 0)
-		return err_set(e, 0, "runsc run %s exited %d (see %s)", id, rc, log_path);
-	return 0;
-}
-
 /* Runs a runsc command whose output belongs in the sandbox's console log;
  * on a non-zero exit e carries the log's last line. */
 static int runsc_logged(const char *root, const char *id, const char *log_path, struct err *e,
@@ -126,6 +109,14 @@ static int runsc_logged(const char *root, const char *id, const char *log_path, 
 		}
 	}
 	return 0;
+}
+
+int na_runsc_run(const char *root, const char *id, const char *bundle, const char *log_path,
+		 struct err *e)
+{
+	char *args[] = {"run", "-detach", "--bundle", (char *)bundle, (char *)id, NULL};
+
+	return runsc_logged(root, id, log_path, e, args);
 }
 
 int na_runsc_checkpoint(const char *root, const char *id, const char *image_dir,

@@ -683,38 +683,12 @@ static void h_keepalive(void *ud, const struct hsrv_req *req, struct hsrv_resp *
 	pt_sb_clear(&sb);
 }
 
-/* POST /sbv1/sandboxes/{id}/hibernate {wait?} */
-static void h_hibernate(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct pt_portal *p = ud;
-	struct pt_caller who;
-	struct pt_sb sb;
-	long long wait_s;
+/* POST /sbv1/sandboxes/{id}/{hibernate,wake,fork}: the sandbox, the body's
+ * {wait?} (and fork's {count?}), then the operation. */
+enum hib_op { HIB_HIBERNATE, HIB_WAKE, HIB_FORK };
 
-	if (!sandbox_of(p, req, resp, &who, &sb))
-		return;
-	if (wait_body(p, req, resp, &wait_s, NULL))
-		pt_hib_hibernate(p, &sb, wait_s, req, resp);
-	pt_sb_clear(&sb);
-}
-
-/* POST /sbv1/sandboxes/{id}/wake {wait?} */
-static void h_wake(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
-{
-	struct pt_portal *p = ud;
-	struct pt_caller who;
-	struct pt_sb sb;
-	long long wait_s;
-
-	if (!sandbox_of(p, req, resp, &who, &sb))
-		return;
-	if (wait_body(p, req, resp, &wait_s, NULL))
-		pt_hib_wake(p, &sb, wait_s, req, resp);
-	pt_sb_clear(&sb);
-}
-
-/* POST /sbv1/sandboxes/{id}/fork {wait?, count?} */
-static void h_fork(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+static void hib_handler(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp,
+			enum hib_op op)
 {
 	struct pt_portal *p = ud;
 	struct pt_caller who;
@@ -723,9 +697,30 @@ static void h_fork(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 
 	if (!sandbox_of(p, req, resp, &who, &sb))
 		return;
-	if (wait_body(p, req, resp, &wait_s, &count))
-		pt_hib_fork(p, &who, &sb, (int)count, wait_s, req, resp);
+	if (wait_body(p, req, resp, &wait_s, op == HIB_FORK ? &count : NULL)) {
+		if (op == HIB_HIBERNATE)
+			pt_hib_hibernate(p, &sb, wait_s, req, resp);
+		else if (op == HIB_WAKE)
+			pt_hib_wake(p, &sb, wait_s, req, resp);
+		else
+			pt_hib_fork(p, &who, &sb, (int)count, wait_s, req, resp);
+	}
 	pt_sb_clear(&sb);
+}
+
+static void h_hibernate(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	hib_handler(ud, req, resp, HIB_HIBERNATE);
+}
+
+static void h_wake(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	hib_handler(ud, req, resp, HIB_WAKE);
+}
+
+static void h_fork(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	hib_handler(ud, req, resp, HIB_FORK);
 }
 
 /* /sbv1/sandboxes/{id}/shares[/{share}] */

@@ -841,18 +841,11 @@ int desk_actions_run(struct desk_actions *a, enum desk_action act, const json_t 
 	r->real_h = f.rh;
 	if (!json_is_object(args))
 		return err_set(e, 0, "arguments must be an object");
+	if (act == DESK_MOUSE_MOVE || desk_action_is_button(act))
+		return do_pointer_action(a, act, args, ctx, r, e);
 	switch (act) {
 	case DESK_SCREENSHOT:
 		return do_screenshot(a, args, ctx, r, e);
-	case DESK_MOUSE_MOVE:
-	case DESK_LEFT_CLICK:
-	case DESK_RIGHT_CLICK:
-	case DESK_MIDDLE_CLICK:
-	case DESK_DOUBLE_CLICK:
-	case DESK_TRIPLE_CLICK:
-	case DESK_LEFT_MOUSE_DOWN:
-	case DESK_LEFT_MOUSE_UP:
-		return do_pointer_action(a, act, args, ctx, r, e);
 	case DESK_LEFT_CLICK_DRAG:
 		return do_drag(a, args, ctx, r, e);
 	case DESK_SCROLL:
@@ -869,7 +862,7 @@ int desk_actions_run(struct desk_actions *a, enum desk_action act, const json_t 
 		return do_cursor(a, r);
 	case DESK_ZOOM:
 		return do_zoom(a, args, r, e);
-	case DESK_ACTION_COUNT:
+	default: /* the pointer actions are above; DESK_ACTION_COUNT is none */
 		break;
 	}
 	return err_set(e, 0, "unknown action");

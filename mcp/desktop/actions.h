@@ -52,6 +52,15 @@ enum desk_action {
 	DESK_ACTION_COUNT
 };
 
+/* The actions at one point that may press a button: a click of any kind, or
+ * the left button going down or up.  They take `coordinate` (optional: the
+ * pointer stays where it is) and `text` (modifier keys held meanwhile). */
+static inline bool desk_action_is_button(enum desk_action act)
+{
+	return (act >= DESK_LEFT_CLICK && act <= DESK_TRIPLE_CLICK) ||
+	       act == DESK_LEFT_MOUSE_DOWN || act == DESK_LEFT_MOUSE_UP;
+}
+
 #define DESK_MAX_DURATION_S 100
 #define DESK_MAX_TYPE_CHARS 20000
 

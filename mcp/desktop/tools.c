@@ -95,19 +95,15 @@ static void props_of(enum desk_action act, const char **p)
 {
 	int n = 0;
 
+	if (desk_action_is_button(act)) {
+		p[n++] = prop_coordinate;
+		p[n++] = prop_mods;
+		p[n] = NULL;
+		return;
+	}
 	switch (act) {
 	case DESK_MOUSE_MOVE:
 		p[n++] = prop_coordinate_req;
-		break;
-	case DESK_LEFT_CLICK:
-	case DESK_RIGHT_CLICK:
-	case DESK_MIDDLE_CLICK:
-	case DESK_DOUBLE_CLICK:
-	case DESK_TRIPLE_CLICK:
-	case DESK_LEFT_MOUSE_DOWN:
-	case DESK_LEFT_MOUSE_UP:
-		p[n++] = prop_coordinate;
-		p[n++] = prop_mods;
 		break;
 	case DESK_LEFT_CLICK_DRAG:
 		p[n++] = prop_start;
