@@ -8,6 +8,7 @@
 #include "proxy/px_conn.h"
 #include "proxy/px_proxy.h"
 #include "proxy/px_worker.h"
+#include "proxy/px_worker_loop.h"
 
 #include "common/cfg.h"
 #include "common/daemon.h"

@@ -10,9 +10,9 @@
  * Everything but /healthz and /metrics wants the node credential as a
  * bearer token.  The node agent drains a sandbox before it checkpoints it:
  * the answer is the sandbox's entry (its counters) as it was. */
-#include "proxy/px_conn.h"
+#include "proxy/px_admin.h"
 #include "proxy/px_answer.h"
-#include "proxy/px_head.h"
+#include "proxy/px_worker.h"
 
 #include "common/secret.h"
 #include "common/util.h"

@@ -1,6 +1,7 @@
 /* What the parts of cloche-proxy share: its settings, its counters and its
- * workers.  main.c fills a px_proxy, px_worker runs the event loops,
- * px_conn the connections, px_admin the operator's endpoints. */
+ * workers.  main.c fills a px_proxy, px_worker_loop runs the event loops,
+ * px_machine and the px_conn files the connections, px_admin the
+ * operator's endpoints. */
 #ifndef PX_PROXY_H
 #define PX_PROXY_H
 #include "proxy/px_route.h"

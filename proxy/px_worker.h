@@ -1,16 +1,21 @@
-/* One event loop (epoll, edge-triggered) per worker thread, each with its
- * own SO_REUSEPORT listeners, so connections spread over the workers and
- * no lock is taken on the data path.  A worker owns its connections and its
- * kept upstream connections; other threads talk to it through
+/* A worker: the state of one event loop (epoll, edge-triggered, one per
+ * thread, see px_worker_loop.h) and what it lends the objects on it.  A
+ * worker owns its connections and its kept upstream connections, so no
+ * lock is taken on the data path; its I/O blocks are lent to connections
+ * only while bytes are in flight.  Other threads talk to it through
  * px_worker_poke(), which makes it look again at routes, drains and the
- * stop flag. */
+ * stop flag.
+ *
+ * This is the lower half of the worker: the connections (px_conn.h and
+ * the state files) use it, and the loop in px_worker_loop.c calls them. */
 #ifndef PX_WORKER_H
 #define PX_WORKER_H
 #include "proxy/px_head.h"
 #include "proxy/px_proxy.h"
 
-#include "common/err.h"
-
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct px_conn;
@@ -68,21 +73,17 @@ struct px_worker {
 	uint64_t now;            /* refreshed each loop turn */
 	bool closing;            /* listeners closed */
 	uint64_t drain_deadline;
-	struct px_head head;     /* px_conn's scratch head (one at a time) */
+	struct px_head head;     /* the connections' scratch head (one at a time) */
 };
 
 #define PX_BLOCK 32768       /* one I/O buffer */
+#define PX_MAX_BLOCKS 64     /* free I/O buffers kept per worker */
 
-/* Makes a worker with its listeners bound.  NULL with e set. */
-struct px_worker *px_worker_new(struct px_proxy *p, int idx, struct err *e);
-int px_worker_start(struct px_worker *w, struct err *e);
 /* Wakes the worker from another thread. */
 void px_worker_poke(struct px_worker *w);
-/* Joins and frees. */
-void px_worker_join(struct px_worker *w);
 
-/* For px_conn: an I/O block from the worker's free list (or malloc), and
- * back.  NULL when out of memory. */
+/* For the connections: an I/O block from the worker's free list (or
+ * malloc), and back.  NULL when out of memory. */
 char *px_block_get(struct px_worker *w);
 void px_block_put(struct px_worker *w, char *b);
 /* Frees obj (a closed connection or upstream, its tag set to PX_EV_DEAD)
@@ -96,7 +97,7 @@ struct px_up *px_idle_take(struct px_worker *w, struct px_rt *rt, int port);
  * list is full). */
 void px_idle_put(struct px_worker *w, struct px_up *up);
 /* Closes an upstream connection: by a reset, as every upstream socket has
- * SO_LINGER 0 from the start (px_conn.c's no_fin), so nothing lingers in
+ * SO_LINGER 0 from the start (px_upstream.c's no_fin), so nothing lingers in
  * the sandbox. */
 void px_up_close(struct px_worker *w, struct px_up *up);
 
