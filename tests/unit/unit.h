@@ -17,6 +17,7 @@ Suite *suite_utf8(void);
 Suite *suite_b64(void);
 Suite *suite_rnd(void);
 Suite *suite_secret(void);
+Suite *suite_http1_head(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);
@@ -25,5 +26,6 @@ Suite *suite_marker(void);
 Suite *suite_lease(void);
 Suite *suite_size(void);
 Suite *suite_recorder(void);
+Suite *suite_vnc_request(void);
 
 #endif
