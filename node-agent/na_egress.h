@@ -76,15 +76,17 @@ struct na_egress_req {
 			   * start with '?' (the engine then sends a '/' first) */
 	size_t path_len;
 	int vminor;       /* HTTP/1.<vminor> */
-	size_t hdr_off;   /* offset of the first header line in buf */
 	const char *auth; /* authority of an http:// URL (into buf) */
 	size_t auth_len;
 };
 
-/* Parses the request head at buf (len bytes read so far from the client).
- * Returns 0 when the head (up to the empty line) is not complete yet, its
- * length (> 0) when parsed, and -1 with e set when it is malformed (400) or
- * exceeds NA_EGRESS_MAX_HEAD (431).  Pure. */
+/* Parses the request head at buf (len bytes read so far from the client)
+ * with common/http1_head, lines ending in LF or CRLF, then checks it is
+ * CONNECT host:port or an absolute http:// URL.  Returns 0 when the head
+ * (up to the empty line) is not complete yet, its length (> 0) when parsed,
+ * and -1 with e set when it is malformed or not a proxy request (400, also
+ * as soon as the bytes so far hold a control character or a bare CR), or
+ * exceeds NA_EGRESS_MAX_HEAD or 100 header lines (431).  Pure. */
 int na_egress_parse_head(const char *buf, size_t len, struct na_egress_req *r, struct err *e);
 
 /* The head sent upstream for a plain-HTTP request r parsed from buf (head

@@ -1,8 +1,10 @@
-/* The HTTP side of the egress proxy, pure: parsing a client's request head
- * (CONNECT or absolute-form http://) and building the head sent upstream
- * for plain HTTP.  See docs/egress.md. */
+/* The HTTP side of the egress proxy, pure: a client's request head, read
+ * by common/http1_head with a forward proxy's leniencies, then this proxy's
+ * rules on top (CONNECT host:port or an absolute http:// URL), and the
+ * head sent upstream for plain HTTP.  See docs/egress.md. */
 #include "node-agent/na_egress.h"
 
+#include "common/http1_head.h"
 #include "common/util.h"
 
 #include <arpa/inet.h>
@@ -12,12 +14,6 @@
 #include <strings.h>
 
 /* ---- request heads ---- */
-
-static bool is_tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
 
 /* host[:port] or [v6][:port] of s (len bytes).  port stays as is when the
  * authority names none and port_required is false. */
@@ -72,102 +68,79 @@ static int parse_authority(const char *s, size_t len, bool port_required, struct
 	return 0;
 }
 
-/* The head's length when complete, 0 when not (yet), -1 on bytes that can
- * never start a valid head. */
-static long head_end(const char *buf, size_t len, struct err *e)
-{
-	size_t i, lim = len < NA_EGRESS_MAX_HEAD ? len : NA_EGRESS_MAX_HEAD;
+/* A forward proxy's clients send bare LF lines (RFC 9112 2.2 lets a server
+ * take them), HTTP/1.1 without Host (the URL or the CONNECT target names
+ * the server) and targets in absolute or authority form; any HTTP/1.x went
+ * through since the start.  Everything else is the strict parser's. */
+#define PARSE_FLAGS (HTTP1_BARE_LF | HTTP1_NO_HOST | HTTP1_ANY_MINOR | HTTP1_ANY_TARGET)
 
-	for (i = 0; i < lim; i++) {
+/* The bytes of a head that is not complete yet: -1 with e set on one that
+ * can never be part of a valid head, so that a client speaking something
+ * else (TLS to the plain port) is answered now rather than after the head
+ * timeout. */
+static int screen(const char *buf, size_t len, struct err *e)
+{
+	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)buf[i];
 
-		if (c == '\n') {
-			if ((i >= 1 && buf[i - 1] == '\n') ||
-			    (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n'))
-				return (long)i + 1;
-		} else if (c == '\r') {
+		if (c == '\r') {
 			if (i + 1 < len && buf[i + 1] != '\n')
 				return err_http(e, 400, "bare CR in the request head");
-		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+		} else if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) {
 			return err_http(e, 400, "control character in the request head");
 		}
 	}
-	if (len >= NA_EGRESS_MAX_HEAD)
-		return err_http(e, 431, "request head exceeds %d bytes", NA_EGRESS_MAX_HEAD);
 	return 0;
 }
 
-/* Length of the line at p (up to end) without its CRLF/LF; *next: the
- * offset after it. */
-static size_t line_len(const char *p, const char *end, const char **next)
+/* The head in buf[0..len), read by common/http1_head: its length, 0 when
+ * it is not complete yet, or -1 with e set. */
+static int read_head(const char *buf, size_t len, struct http1_head *h, struct err *e)
 {
-	const char *nl = memchr(p, '\n', (size_t)(end - p));
-	size_t n;
+	size_t lim = len < NA_EGRESS_MAX_HEAD ? len : NA_EGRESS_MAX_HEAD;
+	const char *why = NULL;
 
-	if (!nl)
-		nl = end;
-	*next = nl < end ? nl + 1 : end;
-	n = (size_t)(nl - p);
-	if (n > 0 && p[n - 1] == '\r')
-		n--;
-	return n;
+	switch (http1_request_parse(buf, lim, PARSE_FLAGS, h, &why)) {
+	case HTTP1_OK:
+		return (int)h->len;
+	case HTTP1_PARTIAL:
+		if (screen(buf, lim, e) == -1)
+			return -1;
+		if (len >= NA_EGRESS_MAX_HEAD)
+			return err_http(e, 431, "request head exceeds %d bytes",
+					NA_EGRESS_MAX_HEAD);
+		return 0;
+	case HTTP1_TOO_MANY:
+		return err_http(e, 431, "more than %d header lines", HTTP1_MAX_HEADERS);
+	default: /* malformed, or a version or transfer coding not taken: 400 like every
+		  * other refusal of a head here (the table in docs/egress.md) */
+		return err_http(e, 400, "%s", why);
+	}
 }
 
 int na_egress_parse_head(const char *buf, size_t len, struct na_egress_req *r, struct err *e)
 {
-	long hl = head_end(buf, len, e);
-	const char *p, *end, *next, *sp1, *sp2, *tgt, *ver;
-	size_t n, mlen, tlen, vlen, al;
+	struct http1_head h;
+	int hl = read_head(buf, len, &h, e);
+	const char *tgt;
+	size_t tlen, al;
 
 	memset(r, 0, sizeof(*r));
 	if (hl <= 0)
-		return (int)hl;
-	end = buf + hl;
-	n = line_len(buf, end, &next);
-	r->hdr_off = (size_t)(next - buf);
-	sp1 = memchr(buf, ' ', n);
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - buf)) : NULL;
-	if (!sp1 || !sp2)
+		return hl;
+	if (h.method.n >= sizeof(r->method))
 		return err_http(e, 400, "malformed request line");
-	mlen = (size_t)(sp1 - buf);
-	tgt = sp1 + 1;
-	tlen = (size_t)(sp2 - tgt);
-	ver = sp2 + 1;
-	vlen = n - (size_t)(ver - buf);
-	if (mlen == 0 || mlen >= sizeof(r->method) || tlen == 0)
-		return err_http(e, 400, "malformed request line");
-	for (p = buf; p < sp1; p++)
-		if (!is_tchar(*p))
-			return err_http(e, 400, "malformed request method");
-	if (memchr(tgt, '\t', tlen))
-		return err_http(e, 400, "malformed request target");
-	if (vlen != 8 || memcmp(ver, "HTTP/1.", 7) != 0 || ver[7] < '0' || ver[7] > '9')
-		return err_http(e, 400, "unsupported protocol (HTTP/1.x only)");
-	r->vminor = ver[7] - '0';
-	memcpy(r->method, buf, mlen);
-	r->method[mlen] = '\0';
-
-	/* Header lines: "name: value", no folding. */
-	for (p = next; p < end;) {
-		const char *c;
-
-		n = line_len(p, end, &next);
-		if (n == 0)
-			break;
-		c = memchr(p, ':', n);
-		if (!c || c == p)
-			return err_http(e, 400, "malformed header line");
-		for (const char *q = p; q < c; q++)
-			if (!is_tchar(*q))
-				return err_http(e, 400, "malformed header name");
-		p = next;
-	}
+	memcpy(r->method, h.method.p, h.method.n);
+	r->method[h.method.n] = '\0';
+	r->vminor = h.minor;
+	tgt = h.target.p;
+	tlen = h.target.n;
 
 	if (strcmp(r->method, "CONNECT") == 0) {
 		r->connect = true;
 		if (parse_authority(tgt, tlen, true, r, e) == -1)
 			return -1;
-		return (int)hl;
+		return hl;
 	}
 	if (tlen >= 8 && strncasecmp(tgt, "https://", 8) == 0)
 		return err_http(e, 400, "https:// URLs go through CONNECT");
@@ -189,48 +162,51 @@ int na_egress_parse_head(const char *buf, size_t len, struct na_egress_req *r, s
 		r->path = r->auth + al;
 		r->path_len = tlen - 7 - al;
 	}
-	return (int)hl;
+	return hl;
 }
 
-static bool hop_header(const char *line, size_t n)
+static bool hop_header(struct http1_span name)
 {
 	static const char *const drop[] = {"proxy-connection", "proxy-authorization", "connection",
 					   "keep-alive", "host"};
-	size_t i, k;
 
-	for (i = 0; i < ARRAY_LEN(drop); i++) {
-		k = strlen(drop[i]);
-		if (n > k && line[k] == ':' && strncasecmp(line, drop[i], k) == 0)
+	for (size_t i = 0; i < ARRAY_LEN(drop); i++)
+		if (http1_span_ieq(name, drop[i]))
 			return true;
-	}
 	return false;
 }
 
 size_t na_egress_upstream_head(const char *buf, size_t hl, const struct na_egress_req *rq,
 			       char *out, size_t cap)
 {
-	const char *p = buf + rq->hdr_off, *end = buf + hl, *next;
-	size_t len, n;
+	struct http1_head h;
+	size_t len;
 	int w;
 
+	/* the head parsed before, read again for its header lines */
+	if (http1_request_parse(buf, hl, PARSE_FLAGS, &h, NULL) != HTTP1_OK)
+		return 0;
 	w = snprintf(out, cap, "%s %s%.*s HTTP/1.%d\r\nHost: %.*s\r\n", rq->method,
 		     rq->path[0] == '/' ? "" : "/", (int)rq->path_len, rq->path, rq->vminor,
 		     (int)rq->auth_len, rq->auth);
 	if (w < 0 || (size_t)w >= cap)
 		return 0;
 	len = (size_t)w;
-	while (p < end) {
-		n = line_len(p, end, &next);
-		if (n == 0)
-			break;
-		if (!hop_header(p, n)) {
-			if (len + n + 2 >= cap)
-				return 0;
-			memcpy(out + len, p, n);
-			memcpy(out + len + n, "\r\n", 2);
-			len += n + 2;
-		}
-		p = next;
+	for (size_t i = 0; i < h.nh; i++) {
+		const char *p = h.h[i].name.p, *end = h.h[i].value.p + h.h[i].value.n;
+		size_t n;
+
+		if (hop_header(h.h[i].name))
+			continue;
+		/* the line as sent, blanks after the value too, without its end */
+		while (*end == ' ' || *end == '\t')
+			end++;
+		n = (size_t)(end - p);
+		if (len + n + 2 >= cap)
+			return 0;
+		memcpy(out + len, p, n);
+		memcpy(out + len + n, "\r\n", 2);
+		len += n + 2;
 	}
 	w = snprintf(out + len, cap - len, "Connection: close\r\n\r\n");
 	if (w < 0 || (size_t)w >= cap - len)

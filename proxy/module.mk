@@ -9,7 +9,7 @@ $(BUILD)/bin/cloche-proxy: $(PROXY_OBJS) $(COMMON_LIB)
 
 BINS += $(BUILD)/bin/cloche-proxy
 
-UNIT_PROXY_OBJS := $(BUILD)/obj/tests/unit/proxy/test_proxy.o $(BUILD)/obj/proxy/px_head.o \
+UNIT_PROXY_OBJS := $(BUILD)/obj/tests/unit/proxy/test_proxy.o \
 	$(BUILD)/obj/proxy/px_host.o $(BUILD)/obj/proxy/px_rewrite.o $(BUILD)/obj/proxy/px_chunk.o
 $(BUILD)/obj/tests/unit/proxy/%.o: CFLAGS += $(call pc_cflags,check)
 $(BUILD)/tests/unit-proxy: $(UNIT_PROXY_OBJS) $(COMMON_LIB)

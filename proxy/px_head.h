@@ -1,85 +1,45 @@
-/* HTTP/1.1 request heads, parsed once and strictly.
- *
- * The proxy reads a request head into a buffer and hands it here; the
- * answer is spans (pointer, length) into that buffer for the method, the
- * target and every header, plus what framing the body has.  Everything a
- * request smuggler plays with is refused rather than interpreted: a
- * Content-Length together with Transfer-Encoding, two different
- * Content-Lengths, a Transfer-Encoding other than a final "chunked",
- * obs-fold (a header line starting with a space), a space before the colon,
- * control characters, a bare LF, and versions other than 1.0 and 1.1. */
+/* The proxy's HTTP/1 heads: common/http1_head, the one parser, under the
+ * names the proxy's code and tests use, read at its strictest.  A reverse
+ * proxy takes origin-form targets (and `*`) only, since an absolute URL or
+ * a bare query would name something else upstream; lines end in CRLF;
+ * HTTP/1.1 needs its one Host; only versions 1.0 and 1.1 (505 otherwise).
+ * Everything http1_head.h says about spans and framing holds here. */
 #ifndef PX_HEAD_H
 #define PX_HEAD_H
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <strings.h>
+#include "common/http1_head.h"
 
-#define PX_HEAD_MAX_HEADERS 100
+#define PX_HEAD_MAX_HEADERS HTTP1_MAX_HEADERS
 
-struct px_span {
-	const char *p;
-	size_t n;
-};
+#define px_span http1_span
+#define px_header http1_header
+#define px_head http1_head
+#define px_body http1_body
+#define PX_BODY_NONE HTTP1_BODY_NONE
+#define PX_BODY_LENGTH HTTP1_BODY_LENGTH
+#define PX_BODY_CHUNKED HTTP1_BODY_CHUNKED
+#define PX_BODY_CLOSE HTTP1_BODY_CLOSE
+#define px_head_result http1_result
+#define PX_HEAD_OK HTTP1_OK
+#define PX_HEAD_PARTIAL HTTP1_PARTIAL
+#define PX_HEAD_BAD HTTP1_BAD
+#define PX_HEAD_TOO_MANY HTTP1_TOO_MANY
+#define PX_HEAD_UNSUPPORTED HTTP1_UNSUPPORTED
 
-struct px_header {
-	struct px_span name, value; /* value without surrounding spaces/tabs */
-};
-
-enum px_body {
-	PX_BODY_NONE,
-	PX_BODY_LENGTH,
-	PX_BODY_CHUNKED,
-	PX_BODY_CLOSE, /* responses only: the body ends when the server closes */
-};
-
-struct px_head {
-	struct px_span start;      /* the request or status line, without CRLF */
-	struct px_span method, target; /* requests */
-	int status;                /* responses: 100..599 */
-	int minor;                 /* HTTP/1.<minor>: 0 or 1 */
-	size_t len;                /* bytes of the head, CRLFCRLF included */
-	struct px_header h[PX_HEAD_MAX_HEADERS];
-	size_t nh;
-	enum px_body body;
-	uint64_t content_length;   /* with PX_BODY_LENGTH */
-	bool keep_alive;           /* by version and Connection */
-	bool upgrade;              /* Connection: upgrade with an Upgrade header */
-	struct px_span host;       /* the one Host header ("" when none) */
-};
-
-enum px_head_result {
-	PX_HEAD_OK = 0,
-	PX_HEAD_PARTIAL = -1,     /* no CRLFCRLF yet: read more (if the buffer may grow) */
-	PX_HEAD_BAD = -2,         /* malformed or ambiguous: 400 */
-	PX_HEAD_TOO_MANY = -3,    /* more than PX_HEAD_MAX_HEADERS headers: 431 */
-	PX_HEAD_UNSUPPORTED = -4, /* a transfer coding or version we do not do: 501 / 505 */
-};
-
-/* Parses the head at the start of buf[0..len).  On PX_HEAD_OK, out holds
- * spans into buf.  why (may be NULL) gets a short reason for the other
- * results, for the error page and the log. */
-enum px_head_result px_head_parse(const char *buf, size_t len, struct px_head *out,
-				  const char **why);
-/* Parses a response head at the start of buf[0..len), as strictly as
- * requests (a sandbox's server is no more trusted than a client).  The
- * framing in out->body already applies RFC 9112 6.3: a response to HEAD,
- * a 1xx, 204 or 304 has none; without Content-Length or chunked, the body
- * runs until the server closes (PX_BODY_CLOSE). */
-enum px_head_result px_resp_parse(const char *buf, size_t len, bool head_request,
-				  struct px_head *out, const char **why);
-/* The first header called name (case-insensitive), or NULL. */
-const struct px_header *px_head_get(const struct px_head *h, const char *name);
-/* Calls fn for each comma-separated token of a header value (trimmed of
- * blanks; empty ones skipped) until fn returns false.  False when it did. */
-bool px_each_token(struct px_span v, bool (*fn)(struct px_span t, void *ud), void *ud);
-/* True when span s equals the NUL-terminated t, case-insensitively.
- * Inline: with a constant t the length test folds and rejects most
- * header names before any byte is compared (it runs per header, per
- * request). */
-static inline bool px_span_ieq(struct px_span s, const char *t)
+/* A client's request head at the start of buf[0..len), with no leniency;
+ * see http1_request_parse(). */
+static inline enum http1_result px_head_parse(const char *buf, size_t len, struct http1_head *out,
+					      const char **why)
 {
-	return __builtin_strlen(t) == s.n && strncasecmp(s.p, t, s.n) == 0;
+	return http1_request_parse(buf, len, 0, out, why);
 }
+
+/* A sandbox's response head; see http1_response_parse(). */
+#define px_resp_parse http1_response_parse
+/* The first header called name, or NULL; see http1_head_get(). */
+#define px_head_get http1_head_get
+/* Each comma-separated token of a value; see http1_each_token(). */
+#define px_each_token http1_each_token
+/* Span equals string, case-insensitively; see http1_span_ieq(). */
+#define px_span_ieq http1_span_ieq
 
 #endif

@@ -13,10 +13,8 @@
 
 #include "net.h"
 
-#include "common/hostcheck.h"
 #include "common/log.h"
 #include "common/query.h"
-#include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -32,7 +30,6 @@
 #include <unistd.h>
 
 #define MAX_CONNS 64
-#define MAX_REQUEST 8192
 #define MAX_HTML (1024 * 1024)
 #define REQUEST_TIMEOUT_MS 10000
 /* Longer than cloche-proxy keeps an idle upstream connection (30 s), so the
@@ -77,9 +74,6 @@ struct vnc_http {
 	int slot[MAX_CONNS];
 	size_t nslots;
 };
-
-/* Defaults the "/" redirect adds to noVNC's query unless already there. */
-static const char *const redirect_defaults[] = {"autoconnect=1", "resize=scale", "reconnect=1"};
 
 /* page.js, run in every page before noVNC's modules: noVNC's defaults
  * ("scale", the dot cursor), the tab's viewer key, the control bar. */
@@ -155,119 +149,6 @@ static void reset_response(struct conn *c)
 	c->file_off = c->file_len = 0;
 }
 
-/* A request line and the few headers this server acts on; all pointers
- * point into the caller's buffer, NUL-terminated in place. */
-struct request {
-	char *method, *target, *version;
-	const char *upgrade, *connection, *content_length, *transfer_encoding, *if_modified;
-	const char *host, *origin;
-};
-
-/* Parses the header block buf (NUL-terminated, without the final blank
- * line).  Returns 0, or -1 for a malformed request. */
-static int parse_request(char *buf, struct request *r)
-{
-	char *line, *save = NULL, *sp1, *sp2;
-
-	memset(r, 0, sizeof(*r));
-	line = strtok_r(buf, "\r\n", &save);
-	if (!line)
-		return -1;
-	sp1 = strchr(line, ' ');
-	if (!sp1)
-		return -1;
-	sp2 = strchr(sp1 + 1, ' ');
-	if (!sp2)
-		return -1;
-	*sp1 = '\0';
-	*sp2 = '\0';
-	r->method = line;
-	r->target = sp1 + 1;
-	r->version = sp2 + 1;
-	if (strncmp(r->version, "HTTP/1.", 7) != 0)
-		return -1;
-	while ((line = strtok_r(NULL, "\r\n", &save))) {
-		char *colon = strchr(line, ':');
-		char *v;
-
-		if (!colon)
-			return -1;
-		*colon = '\0';
-		v = colon + 1;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		if (strcasecmp(line, "Upgrade") == 0)
-			r->upgrade = v;
-		else if (strcasecmp(line, "Connection") == 0)
-			r->connection = v;
-		else if (strcasecmp(line, "Content-Length") == 0)
-			r->content_length = v;
-		else if (strcasecmp(line, "Transfer-Encoding") == 0)
-			r->transfer_encoding = v;
-		else if (strcasecmp(line, "If-Modified-Since") == 0)
-			r->if_modified = v;
-		else if (strcasecmp(line, "Host") == 0)
-			r->host = v;
-		else if (strcasecmp(line, "Origin") == 0)
-			r->origin = v;
-	}
-	return 0;
-}
-
-/* Whether the comma-separated header value contains token (any case). */
-static bool has_token(const char *value, const char *token)
-{
-	size_t n = strlen(token);
-
-	for (const char *p = value; p && *p;) {
-		while (*p == ' ' || *p == ',' || *p == '\t')
-			p++;
-		if (strncasecmp(p, token, n) == 0 &&
-		    (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t' || p[n] == ';'))
-			return true;
-		p = strchr(p, ',');
-	}
-	return false;
-}
-
-/* Turns the path part of target (before '?') into a relative path under
- * the web directory: percent-decoded, repeated slashes collapsed, and no
- * segment that is empty, "..", or hidden.  Returns 0, or -1 if the path
- * is not acceptable.  out is empty for "/". */
-static int clean_path(const char *target, char *out, size_t cap)
-{
-	size_t n = 0;
-	const char *p = target;
-
-	if (*p != '/')
-		return -1;
-	while (*p && *p != '?' && *p != '#') {
-		char ch = *p++;
-
-		if (ch == '%') {
-			int hi = util_hexval(p[0]), lo = hi < 0 ? -1 : util_hexval(p[1]);
-
-			if (hi < 0 || lo < 0)
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			p += 2;
-			if (ch == '\0' || ch == '\\')
-				return -1;
-		}
-		if (ch == '/') {
-			if (n == 0 || out[n - 1] == '/')
-				continue;
-		} else if (ch == '.' && (n == 0 || out[n - 1] == '/')) {
-			return -1; /* ".", "..", and hidden files */
-		}
-		if (n + 1 >= cap)
-			return -1;
-		out[n++] = ch;
-	}
-	out[n] = '\0';
-	return 0;
-}
-
 /* Sets the response to a header block announcing `length` body bytes,
  * followed by body_len bytes of body from memory (none for HEAD, or when
  * the body will come from a file).  Returns status, or -1 out of memory. */
@@ -318,104 +199,12 @@ static int respond_error(struct conn *c, int status, const char *reason, bool he
 		       head_only);
 }
 
-/* The value of key in the query of target (after '?'), as a pointer into
- * target and a length; NULL when absent. */
-static const char *query_value(const char *target, const char *key, size_t *len)
-{
-	const char *q = strchr(target, '?');
-	size_t kl = strlen(key);
-
-	for (const char *p = q ? q + 1 : NULL; p && *p && *p != '#';) {
-		const char *end = p + strcspn(p, "&#");
-		if ((size_t)(end - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			*len = (size_t)(end - p) - kl - 1;
-			return p + kl + 1;
-		}
-		p = *end == '&' ? end + 1 : NULL;
-	}
-	return NULL;
-}
-
-/* Whether the query of target has key=value with exactly this value,
- * compared in constant time. */
-static bool query_has(const char *target, const char *key, const char *value)
-{
-	size_t len;
-	const char *v = query_value(target, key, &len);
-
-	return v && secret_equal(v, len, value, strlen(value));
-}
-
-/* Whether a request may reach the desktop (a WebSocket upgrade, the
- * control calls): 0 when it may, with *control saying whether it may also
- * drive (the secret, or no secret at all; the view secret only watches),
- * else the HTTP status to answer, with a reason for the log and the body. */
-static int refusal(const struct vnc_http *h, const struct request *r, bool *control,
-		   const char **why)
-{
-	const char *allowed = h->guard.allowed_hosts;
-
-	*control = true;
-	if (r->host && !hostcheck_host_allowed(r->host, allowed)) {
-		*why = "Host is not allowed";
-		return 403;
-	}
-	if (r->origin && !hostcheck_origin_allowed(r->origin, allowed)) {
-		*why = "Origin is not allowed";
-		return 403;
-	}
-	if (h->guard.secret) {
-		size_t len;
-		bool view = h->guard.view && query_value(r->target, "view", &len);
-
-		if (!view && !query_value(r->target, "secret", &len)) {
-			*why = "the secret is missing";
-			return 401;
-		}
-		/* the view secret opens a viewer that libvncserver keeps view-only:
-		 * its VNC password is the view secret too */
-		if (view ? !query_has(r->target, "view", h->guard.view)
-			 : !query_has(r->target, "secret", h->guard.secret)) {
-			*why = view ? "the view secret is wrong" : "the secret is wrong";
-			return 403;
-		}
-		*control = !view;
-	}
-	return 0;
-}
-
-
-/* The "/" redirect into noVNC with cloche's defaults merged into the
- * query the browser gave, if any.  A ?secret=S becomes the WebSocket path
- * and the VNC password too, so the one link connects without a prompt. */
+/* The "/" redirect into noVNC (request.c builds the Location). */
 static int respond_redirect(struct conn *c, const char *target, bool head_only)
 {
-	const char *q = strchr(target, '?'), *secret;
 	char loc[1024], hdr[1100];
-	size_t n, slen;
 
-	const char *which = "secret";
-
-	n = (size_t)snprintf(loc, sizeof(loc), "vnc.html?%s", q ? q + 1 : "");
-	secret = query_value(target, "secret", &slen);
-	if (!secret && (secret = query_value(target, "view", &slen)))
-		which = "view"; /* a viewer that may only watch */
-	if (n < sizeof(loc) && secret && util_token_chars(secret, slen) /* can go into a URL as it is */ &&
-	    !query_value(target, "path", &(size_t){0}))
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n,
-				      "&path=websockify%%3F%s%%3D%.*s&password=%.*s", which, (int)slen,
-				      secret, (int)slen, secret);
-	for (size_t i = 0; i < ARRAY_LEN(redirect_defaults) && n < sizeof(loc); i++) {
-		const char *d = redirect_defaults[i];
-		char key[32];
-
-		snprintf(key, sizeof(key), "%.*s", (int)(strchr(d, '=') - d), d);
-		if (query_value(target, key, &(size_t){0}))
-			continue;
-		n += (size_t)snprintf(loc + n, sizeof(loc) - n, "%s%s",
-				      loc[n - 1] == '?' ? "" : "&", d);
-	}
-	if (n >= sizeof(loc) || strpbrk(loc, "\r\n"))
+	if (vnc_request_location(target, loc, sizeof(loc)) == -1)
 		return respond_error(c, 414, "URI Too Long", head_only);
 	snprintf(hdr, sizeof(hdr), "Location: %s\r\n", loc);
 	return respond(c, 302, "Found", hdr, "text/plain; charset=utf-8", "", 0, head_only);
@@ -463,7 +252,7 @@ static int respond_html(struct conn *c, int fd, off_t size, const char *extra,
 		       head_only);
 }
 
-static int respond_file(struct vnc_http *h, struct conn *c, const struct request *r,
+static int respond_file(struct vnc_http *h, struct conn *c, const struct vnc_request *r,
 			const char *rel, bool head_only)
 {
 	AUTOCLOSE int fd = -1;
@@ -537,14 +326,14 @@ static int control_state(struct vnc_http *h, struct conn *c, bool head_only)
  * differs from version V, holding the request up to HOLD_MS: returns 0
  * then); POST ?action=take|hand_back[&note=...] changes it.  Both name
  * the page's viewer key (?viewer=).  Returns the status, 0 when held. */
-static int answer_control(struct vnc_http *h, struct conn *c, const struct request *r,
+static int answer_control(struct vnc_http *h, struct conn *c, const struct vnc_request *r,
 			  bool head_only, uint64_t now)
 {
 	const char *q = strchr(r->target, '?');
 	char since[16], action[16], note[3 * VNC_LEASE_NOTE_MAX];
 	const char *why = NULL;
 	bool post = strcmp(r->method, "POST") == 0;
-	int status = refusal(h, r, &c->may_control, &why);
+	int status = vnc_request_guard(&h->guard, r, &c->may_control, &why);
 
 	q = q ? q + 1 : "";
 	if (status)
@@ -595,40 +384,37 @@ static int answer_control(struct vnc_http *h, struct conn *c, const struct reque
 	return control_state(h, c, false);
 }
 
-/* Builds the answer to one parsed (and consumed) request.  Returns the
- * status, 0 when the request is held (a control long-poll), or -1 when
- * even an error response could not be built. */
-static int answer(struct vnc_http *h, struct conn *c, const struct request *r, uint64_t now)
+static const char *reason(int status)
 {
-	bool head_only = strcmp(r->method, "HEAD") == 0;
-	char rel[1024];
+	switch (status) {
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 431:
+		return "Request Header Fields Too Large";
+	default:
+		return "Error";
+	}
+}
 
-	if (strncmp(r->target, "/cloche/control", 15) == 0 &&
-	    (r->target[15] == '\0' || r->target[15] == '?')) {
-		if ((r->content_length && strcmp(r->content_length, "0") != 0) ||
-		    r->transfer_encoding) {
-			c->keep_alive = false;
-			return respond_error(c, 400, "Bad Request", head_only);
-		}
-		if (!head_only && strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
-			c->keep_alive = false;
-			return respond_error(c, 405, "Method Not Allowed", false);
-		}
-		return answer_control(h, c, r, head_only, now);
+/* Builds the answer to one read (and consumed) request that is no
+ * WebSocket.  Returns the status, 0 when the request is held (a control
+ * long-poll), or -1 when even an error response could not be built. */
+static int answer(struct vnc_http *h, struct conn *c, const struct vnc_request *r, uint64_t now)
+{
+	switch (r->kind) {
+	case VNC_REQ_CONTROL:
+		return answer_control(h, c, r, r->head_only, now);
+	case VNC_REQ_REDIRECT:
+		return respond_redirect(c, r->target, r->head_only);
+	case VNC_REQ_FILE:
+		return respond_file(h, c, r, r->path, r->head_only);
+	default:
+		return respond_error(c, r->status, reason(r->status), r->head_only);
 	}
-	if (!head_only && strcmp(r->method, "GET") != 0) {
-		c->keep_alive = false;
-		return respond_error(c, 405, "Method Not Allowed", false);
-	}
-	if ((r->content_length && strcmp(r->content_length, "0") != 0) || r->transfer_encoding) {
-		c->keep_alive = false; /* a body we will not read */
-		return respond_error(c, 400, "Bad Request", head_only);
-	}
-	if (clean_path(r->target, rel, sizeof(rel)) == -1)
-		return respond_error(c, 404, "Not Found", head_only);
-	if (rel[0] == '\0')
-		return respond_redirect(c, r->target, head_only);
-	return respond_file(h, c, r, rel, head_only);
 }
 
 /* Sends as much of the response as the socket takes.  Returns 1 when it
@@ -682,20 +468,48 @@ static bool conn_write(struct vnc_http *h, int i, uint64_t now)
 	return true;
 }
 
+/* Hands a WebSocket upgrade to libvncserver, or refuses it.  Returns false
+ * when the connection left the table (handed over). */
+static bool hand_over(struct vnc_http *h, int i, const struct vnc_request *r)
+{
+	struct conn *c = &h->conns[i];
+	int fd = c->fd;
+	char peer[64];
+	const char *why = NULL;
+	bool control;
+	int refused = vnc_request_guard(&h->guard, r, &control, &why);
+	char key[VNC_LEASE_KEY_MAX];
+	const char *q = strchr(r->target, '?');
+
+	if (refused) {
+		log_warn("websocket refused", "{s:s, s:s, s:s, s:s}", "addr", c->peer, "reason", why,
+			 "host", r->host ? r->host : "", "origin", r->origin ? r->origin : "");
+		c->keep_alive = false;
+		respond_error(c, refused, refused == 401 ? "Unauthorized" : "Forbidden", false);
+		return true;
+	}
+	log_debug("websocket upgrade", "{s:s, s:s}", "addr", c->peer, "path", r->target);
+	memcpy(peer, c->peer, sizeof(peer));
+	if (!q || query_get(q + 1, "viewer", key, sizeof(key)) <= 0 ||
+	    !util_token_chars(key, strlen(key)))
+		key[0] = '\0';
+	conn_forget(h, i);
+	h->upgrade(h->ctx, fd, peer, key[0] ? key : NULL);
+	return false;
+}
+
 /* Looks at the next request without consuming it.  Returns false when the
  * connection left the table (closed or handed over). */
 static bool conn_read(struct vnc_http *h, int i, uint64_t now)
 {
 	struct conn *c = &h->conns[i];
-	char buf[MAX_REQUEST + 1];
-	struct request r;
-	char *end;
+	char buf[VNC_REQUEST_MAX];
+	struct vnc_request r;
 	ssize_t n;
-	size_t head_len;
 	int status;
 
 	do
-		n = recv(c->fd, buf, MAX_REQUEST, MSG_PEEK);
+		n = recv(c->fd, buf, sizeof(buf), MSG_PEEK);
 	while (n == -1 && errno == EINTR);
 	if (n == -1 && errno == EAGAIN) {
 		c->state = C_READ;
@@ -705,15 +519,11 @@ static bool conn_read(struct vnc_http *h, int i, uint64_t now)
 		conn_close(h, i);
 		return false;
 	}
-	buf[n] = '\0';
-	end = strstr(buf, "\r\n\r\n");
-	if (!end) {
-		if (n == MAX_REQUEST || memchr(buf, '\0', (size_t)n)) {
-			c->keep_alive = false;
-			respond_error(c, 431, "Request Header Fields Too Large", false);
-			goto send;
-		}
-		/* Partial request: look again shortly rather than spin on POLLIN. */
+	vnc_request_read(buf, (size_t)n, &r);
+	c->keep_alive = r.keep_alive;
+	switch (r.kind) {
+	case VNC_REQ_PARTIAL:
+		/* Look again shortly rather than spin on POLLIN. */
 		if (c->state != C_WAIT) {
 			c->state = C_WAIT;
 			c->retry_ms = 5;
@@ -723,52 +533,25 @@ static bool conn_read(struct vnc_http *h, int i, uint64_t now)
 		}
 		c->retry_at = now + c->retry_ms;
 		return true;
-	}
-	head_len = (size_t)(end - buf) + 4;
-	end[2] = '\0';
-	if (parse_request(buf, &r) == -1) {
-		c->keep_alive = false;
-		respond_error(c, 400, "Bad Request", false);
-		goto consume;
-	}
-	if (strcmp(r.method, "GET") == 0 && r.upgrade && has_token(r.upgrade, "websocket")) {
-		int fd = c->fd;
-		char peer[64];
-		const char *why = NULL;
-		bool control;
-		int refused = refusal(h, &r, &control, &why);
-		char key[VNC_LEASE_KEY_MAX];
-		const char *q = strchr(r.target, '?');
-
-		if (refused) {
-			log_warn("websocket refused", "{s:s, s:s, s:s, s:s}", "addr", c->peer, "reason",
-				 why, "host", r.host ? r.host : "", "origin", r.origin ? r.origin : "");
-			c->keep_alive = false;
-			respond_error(c, refused, refused == 401 ? "Unauthorized" : "Forbidden", false);
-			goto consume;
+	case VNC_REQ_MALFORMED:
+		respond_error(c, r.status, reason(r.status), false);
+		break; /* consumed when its end is known, then closed */
+	case VNC_REQ_UPGRADE:
+		if (!hand_over(h, i, &r))
+			return false;
+		break;
+	default:
+		status = answer(h, c, &r, now);
+		if (status == -1) {
+			conn_close(h, i);
+			return false;
 		}
-		log_debug("websocket upgrade", "{s:s, s:s}", "addr", c->peer, "path", r.target);
-		memcpy(peer, c->peer, sizeof(peer));
-		if (!q || query_get(q + 1, "viewer", key, sizeof(key)) <= 0 ||
-		    !util_token_chars(key, strlen(key)))
-			key[0] = '\0';
-		conn_forget(h, i);
-		h->upgrade(h->ctx, fd, peer, key[0] ? key : NULL);
-		return false;
+		log_debug("http request", "{s:s, s:s, s:s, s:i}", "addr", c->peer, "method",
+			  r.method, "path", r.target, "status", status);
 	}
-	c->keep_alive = strcmp(r.version, "HTTP/1.1") == 0 &&
-			!(r.connection && has_token(r.connection, "close"));
-	status = answer(h, c, &r, now);
-	if (status == -1) {
-		conn_close(h, i);
-		return false;
-	}
-	log_debug("http request", "{s:s, s:s, s:s, s:i}", "addr", c->peer, "method", r.method,
-		  "path", r.target, "status", status);
-consume:
 	/* Take exactly this request off the socket; the peek saw it all. */
-	for (size_t got = 0; got < head_len;) {
-		ssize_t m = recv(c->fd, buf, head_len - got, 0);
+	for (size_t got = 0; got < r.len;) {
+		ssize_t m = recv(c->fd, buf, r.len - got, 0);
 
 		if (m == -1 && errno == EINTR)
 			continue;
@@ -780,7 +563,6 @@ consume:
 	}
 	if (c->state == C_HOLD)
 		return true; /* answered when the lease changes or the hold ends */
-send:
 	c->state = C_WRITE;
 	return conn_write(h, i, now);
 }

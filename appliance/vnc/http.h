@@ -22,12 +22,16 @@
  * sandbox has a secret, when the request target carries it as ?secret=
  * (401 without, 403 when wrong).
  *
- * Requests are bounded (8 KiB of headers, no bodies), connections are
- * non-blocking and time out, files go out with sendfile(). */
+ * What each request head gets (400, 404, 405, 431, which are WebSockets)
+ * is request.c's, over common/http1_head; this file does the sockets, the
+ * files and the lease.  Requests are bounded (8 KiB of headers, no bodies),
+ * connections are non-blocking and time out, files go out with
+ * sendfile(). */
 #ifndef CLOCHE_VNC_HTTP_H
 #define CLOCHE_VNC_HTTP_H
 
 #include "lease.h"
+#include "request.h"
 
 #include "common/err.h"
 
@@ -42,13 +46,6 @@ struct vnc_http;
  * the callee's from then on.  key is the viewer key of the page that opened
  * it (?viewer=, token characters only), or NULL. */
 typedef void (*vnc_http_upgrade_fn)(void *ctx, int fd, const char *peer, const char *key);
-
-/* Who may open a WebSocket.  Both strings must outlive the server. */
-struct vnc_http_guard {
-	const char *allowed_hosts; /* extra names for Host/Origin, or NULL */
-	const char *secret;        /* required as ?secret= when not NULL */
-	const char *view;          /* ... or, for a view-only viewer, this as ?view= */
-};
 
 /* Serves web_dir on the listening socket listen_fd (ownership passes to the
  * server).  Returns the handle or NULL with e set (listen_fd is then

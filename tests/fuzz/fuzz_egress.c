@@ -1,8 +1,11 @@
 /* libFuzzer target: what a sandbox sends the egress proxy (the request head
- * parser, fed the input as bytes read so far) and the `egress` policy of an
+ * layer over common/http1_head, fed the input as bytes read so far, and
+ * the head it sends upstream for plain HTTP) and the `egress` policy of an
  * API request (the input parsed as JSON, then as a policy, and the policy's
  * JSON form parsed back). */
 #include "node-agent/na_egress.h"
+
+#include "common/http1_head.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -10,6 +13,36 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The head sent upstream for plain HTTP is one the strict parser reads
+ * (with the client's version and target), framing the body as the client
+ * did, with no hop-by-hop header left and the Host of the URL. */
+static void upstream(const char *buf, size_t hl, const struct na_egress_req *r)
+{
+	static char out[NA_EGRESS_MAX_HEAD + 1024];
+	struct http1_head c, u;
+	size_t n = na_egress_upstream_head(buf, hl, r, out, sizeof(out));
+	enum http1_result res;
+
+	if (n == 0)
+		abort(); /* a head within the limit always fits */
+	if (http1_request_parse(buf, hl,
+				HTTP1_BARE_LF | HTTP1_NO_HOST | HTTP1_ANY_MINOR | HTTP1_ANY_TARGET, &c,
+				NULL) != HTTP1_OK)
+		abort();
+	res = http1_request_parse(out, n, HTTP1_ANY_MINOR | HTTP1_ANY_TARGET, &u, NULL);
+	if (res == HTTP1_TOO_MANY && c.nh >= HTTP1_MAX_HEADERS - 1)
+		return;
+	if (res != HTTP1_OK || u.len != n || u.body != c.body ||
+	    u.content_length != c.content_length || u.minor != r->vminor || u.keep_alive ||
+	    u.host.n != r->auth_len || memcmp(u.host.p, r->auth, r->auth_len) != 0)
+		abort();
+	for (size_t i = 0; i < u.nh; i++)
+		if (http1_span_ieq(u.h[i].name, "proxy-connection") ||
+		    http1_span_ieq(u.h[i].name, "proxy-authorization") ||
+		    http1_span_ieq(u.h[i].name, "keep-alive"))
+			abort();
+}
 
 static void head(const uint8_t *data, size_t size)
 {
@@ -27,6 +60,8 @@ static void head(const uint8_t *data, size_t size)
 			abort();
 		if (!r.connect && r.path[0] != '/' && r.path[0] != '?')
 			abort();
+		if (!r.connect)
+			upstream((const char *)data, (size_t)n, &r);
 	}
 	/* Every shorter prefix of a valid head is just incomplete. */
 	if (n > 0 && size < 512) {

@@ -1,13 +1,17 @@
-/* libFuzzer target: the proxy's HTTP parsers and the heads it builds from
- * them, the first code every client and sandbox byte meets.  One input is
- * read as a request head (px_head_parse, then Host routing and px_rewrite),
- * as a response head to GET and to HEAD (px_resp_parse, then
- * px_rewrite_resp), and as a chunked body (px_chunk_scan, whole, split in
- * two and a byte at a time).  Checks the promises callers rely on: every
- * span lies inside the input, a head ends where it says whatever follows
- * it, the framing upstream sees in a rewritten head is the framing the
- * proxy walked, the token does not go on, and the chunk walker gives the
- * same answer however the bytes are cut. */
+/* libFuzzer target: the HTTP/1 head parser (common/http1_head, which every
+ * server that reads HTTP itself uses) and the proxy's heads built from it,
+ * the first code every client and sandbox byte meets.  One input is read
+ * as a request head (px_head_parse, then Host routing and px_rewrite), as
+ * a request head under every combination of the parser's leniency flags
+ * (what the egress proxy and cloche-vnc ask for), as a response head to GET
+ * and to HEAD (px_resp_parse, then px_rewrite_resp), and as a chunked body
+ * (px_chunk_scan, whole, split in two and a byte at a time).  Checks the
+ * promises callers rely on: every span lies inside the input, a head ends
+ * where it says whatever follows it, a flag only ever lets more through and
+ * never changes what an accepted head means, the framing upstream sees in a
+ * rewritten head is the framing the proxy walked, the token does not go
+ * on, and the chunk walker gives the same answer however the bytes are
+ * cut. */
 #include "proxy/px_chunk.h"
 #include "proxy/px_head.h"
 #include "proxy/px_host.h"
@@ -241,6 +245,64 @@ static void request_check(const char *buf, size_t size, size_t k)
 	}
 }
 
+/* ---- the parser's leniency flags ---- */
+
+#define ALL_FLAGS (HTTP1_BARE_LF | HTTP1_NO_HOST | HTTP1_ANY_MINOR | HTTP1_ANY_TARGET)
+
+static bool same_span(struct px_span a, struct px_span b)
+{
+	return a.p == b.p && a.n == b.n;
+}
+
+/* Under each set of flags: the result is one of the five, with a reason
+ * exactly when it is not OK; an accepted head lies inside the input, ends
+ * where it says, and is accepted with every flag that adds to these; a head
+ * the strict parser accepts reads the same under any flags. */
+static void flags_check(const char *buf, size_t size)
+{
+	struct px_head strict, h, more;
+	enum px_head_result rs = http1_request_parse(buf, size, 0, &strict, NULL);
+
+	for (unsigned f = 0; f <= ALL_FLAGS; f++) {
+		const char *why = "unset";
+		enum px_head_result r = http1_request_parse(buf, size, f, &h, &why);
+		char *junk;
+
+		CHECK(r <= PX_HEAD_OK && r >= PX_HEAD_UNSUPPORTED);
+		CHECK(r == PX_HEAD_OK ? why == NULL : why && *why);
+		if (rs == PX_HEAD_OK)
+			CHECK(r == PX_HEAD_OK && h.len == strict.len && h.nh == strict.nh &&
+			      h.body == strict.body && h.content_length == strict.content_length &&
+			      h.minor == strict.minor && h.keep_alive == strict.keep_alive &&
+			      h.upgrade == strict.upgrade && same_span(h.target, strict.target) &&
+			      same_span(h.host, strict.host));
+		if (r != PX_HEAD_OK)
+			continue;
+		CHECK(h.len > 0 && h.len <= size && h.start.p == buf);
+		CHECK(h.minor >= 0 && h.minor <= ((f & HTTP1_ANY_MINOR) ? 9 : 1));
+		CHECK(h.body != PX_BODY_CLOSE);
+		heads_inside(buf, &h);
+		if (!(f & HTTP1_NO_HOST) && h.minor >= 1)
+			CHECK(h.host.p);
+		if (!(f & HTTP1_ANY_TARGET))
+			CHECK(h.target.p[0] == '/' || (h.target.n == 1 && h.target.p[0] == '*'));
+		if (!(f & HTTP1_BARE_LF))
+			CHECK(memcmp(buf + h.len - 4, "\r\n\r\n", 4) == 0);
+		for (size_t i = 0; i < h.target.n; i++)
+			CHECK((unsigned char)h.target.p[i] > 0x20 && h.target.p[i] != 0x7f);
+		/* more flags: still accepted, the same head */
+		CHECK(http1_request_parse(buf, size, ALL_FLAGS, &more, NULL) == PX_HEAD_OK &&
+		      more.len == h.len && more.nh == h.nh && more.body == h.body);
+		/* what follows the head does not change it */
+		junk = with_junk(buf, h.len);
+		if (!junk)
+			continue;
+		CHECK(http1_request_parse(junk, h.len + 16, f, &more, NULL) == PX_HEAD_OK &&
+		      more.len == h.len && more.nh == h.nh && more.body == h.body);
+		free(junk);
+	}
+}
+
 /* ---- responses ---- */
 
 static bool resp_dropped(struct px_span name)
@@ -336,6 +398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t k = size ? ((size_t)data[size - 1] * 131 + (size_t)data[0]) % (size + 1) : 0;
 
 	request_check(buf, size, k);
+	flags_check(buf, size);
 	response_check(buf, size, k);
 	chunk_check(buf, size, k);
 	route_check((struct px_span){buf, size});

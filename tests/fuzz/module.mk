@@ -15,17 +15,19 @@ FUZZ_SRCS_mcp-message := tests/fuzz/fuzz_mcp_message.c common/json.c mcp/lib/jso
 	mcp/lib/schema.c common/hostcheck.c
 FUZZ_SRCS_cfg-file := tests/fuzz/fuzz_cfg_file.c common/cfg.c
 FUZZ_SRCS_egress := tests/fuzz/fuzz_egress.c node-agent/na_egress_policy.c node-agent/na_egress_http.c \
-	common/log.c
+	common/http1_head.c common/log.c
 FUZZ_SRCS_btrfs-stream := tests/fuzz/fuzz_btrfs_stream.c node-agent/na_btrfs.c node-agent/na_cmd.c \
 	common/log.c
-FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c proxy/px_head.c proxy/px_host.c proxy/px_chunk.c \
+FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c common/http1_head.c proxy/px_host.c proxy/px_chunk.c \
 	proxy/px_rewrite.c
 FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c common/digest.c
 FUZZ_LIBS_s3-list := $(call pc_libs,libcurl libcrypto)
 FUZZ_SRCS_b64 := tests/fuzz/fuzz_b64.c common/b64.c
 FUZZ_SRCS_route := tests/fuzz/fuzz_route.c common/http_server.c common/http_status.c common/log.c
 FUZZ_LIBS_route := $(call pc_libs,libwebsockets)
-FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list b64 route
+FUZZ_SRCS_vnc-request := tests/fuzz/fuzz_vnc_request.c appliance/vnc/request.c \
+	common/http1_head.c common/hostcheck.c common/secret.c
+FUZZ_TARGETS := init-config mcp-message cfg-file egress btrfs-stream px-head s3-list b64 route vnc-request
 
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz-%: $$(FUZZ_SRCS_%) $(FUZZ_COMMON) tests/fuzz/module.mk

@@ -21,6 +21,7 @@ Suite *suite_rnd(void);
 Suite *suite_secret(void);
 Suite *suite_version(void);
 Suite *suite_daemon(void);
+Suite *suite_http1_head(void);
 Suite *suite_init_config(void);
 Suite *suite_memguard(void);
 Suite *suite_compat(void);
@@ -29,5 +30,6 @@ Suite *suite_marker(void);
 Suite *suite_lease(void);
 Suite *suite_size(void);
 Suite *suite_recorder(void);
+Suite *suite_vnc_request(void);
 
 #endif

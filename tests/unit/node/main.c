@@ -8,6 +8,7 @@ int main(void)
 	SRunner *sr = srunner_create(suite_node_egress_pure());
 	int failed;
 
+	srunner_add_suite(sr, suite_node_egress_head());
 	srunner_add_suite(sr, suite_node_egress_engine());
 	srunner_add_suite(sr, suite_node_spec());
 	srunner_add_suite(sr, suite_node_btrfs());

@@ -5,6 +5,7 @@
 #include <check.h>
 
 Suite *suite_node_egress_pure(void);
+Suite *suite_node_egress_head(void);
 Suite *suite_node_egress_engine(void);
 Suite *suite_node_spec(void);
 Suite *suite_node_btrfs(void);
