@@ -5,23 +5,19 @@
 # bench/results/boot.json.
 #
 #   BENCH_BOOTS (3)  BENCH_SETTLE_S (15)  BENCH_IDLE_S (20)
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 boots=${BENCH_BOOTS:-3}
 settle=${BENCH_SETTLE_S:-15}
 idle=${BENCH_IDLE_S:-20}
-template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-[[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
-mkdir -p bench/results
+bench_template
 ids=()
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() { for i in "${ids[@]}"; do sb_down "$i" >/dev/null 2>&1; done; sb_agent_stop; }
 trap cleanup EXIT
 
-ms() { date +%s%3N; }
 # PIDs of every host process that makes up sandbox $1: the sentry
 # (runsc-sandbox) and gofer, found by their bundle path, and all their
 # descendants (under the ptrace platform every application process has a
@@ -63,10 +59,10 @@ sb_agent_ensure || exit 1 # before the clock starts
 for ((n = 1; n <= boots; n++)); do
 	id="bench-boot-$$-$n"
 	ids+=("$id")
-	t0=$(ms)
+	t0=$(now_ms)
 	sb_up "$id" "$template" || exit 1
 	sb_wait_ready "$id" 180 || exit 1
-	t=$(($(ms) - t0))
+	t=$(($(now_ms) - t0))
 	times+=("$t")
 	echo "boot $n: create (cloche-node) -> health ready: $t ms (services: $(sb_health "$id" | jq -c '[.services | to_entries[] | {(.key): .value.ready_ms}] | add'))"
 	if ((n < boots)); then sb_down "$id"; fi

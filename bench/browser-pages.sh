@@ -17,8 +17,8 @@
 #   BROWSER_PAGES_MCP_BROWSER another mcp-browser binary to measure (default:
 #                             build/bin/mcp-browser, built first)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tests/lib/tap.sh # free_port
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 root=$PWD
 
 dir=bench/browser-pages
@@ -74,7 +74,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Both browsers get the same window: playwright-mcp's default viewport.
-ours_port=$(free_port)
+read -r ours_port pw_port < <(free_ports 2)
 "$ours_bin" --port "$ours_port" --listen 127.0.0.1 --log-level warn \
 	--ready-socket "$tmp/ours.ready" --window-probe= -- \
 	"$chromium" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage \
@@ -84,8 +84,6 @@ ours_port=$(free_port)
 	--user-data-dir="$tmp/ours-profile" --window-size=1280,720 about:blank \
 	>"$tmp/ours.log" 2>&1 &
 pids+=($!)
-pw_port=$(free_port)
-while [[ $pw_port == "$ours_port" ]]; do pw_port=$(free_port); done
 mkdir -p "$tmp/pw"
 (cd "$tmp/pw" && TMPDIR=$tmp exec node "$root/$dir/node_modules/@playwright/mcp/cli.js" \
 	--port "$pw_port" --host 127.0.0.1 --headless --executable-path "$chromium" --isolated \
@@ -95,13 +93,11 @@ mkdir -p "$tmp/pw"
 pids+=($!)
 
 # serving PORT LOG: waits until the port answers HTTP (any status).
+# shellcheck disable=SC2317  # answers is called by bench_wait
+answers() { [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1/mcp") != 000 ]]; }
 serving() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		[[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1/mcp") != 000 ]] && return 0
-		sleep 0.1
-	done
-	echo "browser-pages: no server on port $1 after 60 s; its log:" >&2
+	bench_wait 60 "server on port $1" answers "$1" && return 0
+	echo "its log:" >&2
 	tail -n 20 "$2" >&2
 	return 1
 }
@@ -114,7 +110,6 @@ while IFS=$'\t' read -r name _ path _; do
 done <"$dir/pages.tsv"
 
 # --- the run ---------------------------------------------------------------------
-mkdir -p bench/results
 rc=0
 # In the background and waited for: a TERM then runs the cleanup at once
 # instead of after the whole run.

@@ -13,18 +13,16 @@
 # HIB_BENCH_ROUNDS (3) rounds; prints a table with min/median/max and writes
 # bench/results/hibernate.json with every sample.  Needs the pool to itself (like
 # bench/node.sh: no other agent).  Run it on an otherwise idle machine.
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
+. tests/lib/s3.sh
 
 rounds=${HIB_BENCH_ROUNDS:-3}
 forks=${HIB_BENCH_FORK:-4}
 l1_n=${HIB_BENCH_L1:-3}
 l2_n=${HIB_BENCH_L2:-2}
 out=bench/results/hibernate.json
-S3RVER=tests/e2e/node_modules/.bin/s3rver
-die() { echo "bench/hibernate.sh: $*" >&2; exit 1; }
 for v in rounds forks l1_n l2_n; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} >= 1)) || die "$v must be a whole number, at least 1 (got \`${!v}\`)"
 done
@@ -48,10 +46,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$work/s3" -a 127.0.0.1 -p "$s3_port" \
-	--configure-bucket ckpt >"$work/s3rver.log" 2>&1 &
-s3_pid=$!
-for ((i = 0; i < 100; i++)); do curl -s -o /dev/null -m 1 "http://127.0.0.1:$s3_port/" && break; sleep 0.1; done
+s3rver_start "$work/s3" "$s3_port" ckpt "$work/s3rver.log"
+s3_pid=$S3RVER_PID
 export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER
 node_start --s3-endpoint "http://127.0.0.1:$s3_port" --s3-bucket ckpt --s3-prefix "$pre/" ||
 	die "the node agent did not start"

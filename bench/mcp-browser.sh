@@ -5,25 +5,18 @@
 # figures and writes bench/results/mcp-browser.json.
 #
 #   BENCH_CALLS (200)
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 calls=${BENCH_CALLS:-200}
-template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-[[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
+bench_template
 id="b-mcpb-$$"
 out=bench/results/mcp-browser.json
-mkdir -p bench/results
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
-trap cleanup EXIT
 
-t0=$(date +%s%3N)
-sb_up "$id" "$template" || exit 1
-sb_wait_ready "$id" 180 || exit 1
-boot_ms=$(($(date +%s%3N) - t0))
+t0=$(now_ms)
+bench_sandbox "$id"
+boot_ms=$(($(now_ms) - t0))
 res=$(cd tests/e2e && sb_in_router "$id" node mcp-browser-test.mjs --url http://10.0.2.15:7999/mcp --bench "$calls") || exit 1
 res=$(tail -n 1 <<<"$res")
 jq -n --argjson r "$res" --arg t "$(basename "$template")" --arg at "$(date -u +%FT%TZ)" --argjson boot "$boot_ms" \

@@ -8,23 +8,16 @@
 #   cursor_position  no image: the protocol and one X round trip
 # BENCH_MCP_DESKTOP_CALLS (100) calls each after 3 warm-up calls.  Prints a
 # table and writes bench/results/mcp-desktop.json.
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 calls=${BENCH_MCP_DESKTOP_CALLS:-100}
-template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-[[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
+bench_template
 id="b-mcpd-$$"
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
-trap cleanup EXIT
-mkdir -p bench/results
 out=bench/results/mcp-desktop.json
 
-sb_up "$id" "$template" || exit 1
-sb_wait_ready "$id" 180 || exit 1
+bench_sandbox "$id"
 sleep 2 # let Chromium finish its first paints
 
 bench() { # args-json

@@ -6,24 +6,17 @@
 #          stat_path (no fork), to separate protocol cost from process cost.
 # Prints a table and merges its keys into bench/results/mcp.json (other MCP
 # servers add their own keys to the same file).
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 calls=${BENCH_MCP_CALLS:-200}
-template=${CLOCHE_TEMPLATE:-$(sb_latest_template desktop)}
-[[ -n $template ]] || { echo "no desktop template: run make template" >&2; exit 1; }
+bench_template
 id="b-mcp-$$"
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() { sb_down "$id" >/dev/null 2>&1; sb_agent_stop; }
-trap cleanup EXIT
-mkdir -p bench/results
 out=bench/results/mcp.json
 [[ -s $out ]] || echo '{}' >"$out"
 
-sb_up "$id" "$template" || exit 1
-sb_wait_ready "$id" 180 || exit 1
+bench_sandbox "$id"
 
 bench() { # name tool args-json
 	sb_in_router "$id" node tests/e2e/mcp-bench.mjs --url http://10.0.2.15:8889/mcp \

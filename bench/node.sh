@@ -34,9 +34,8 @@
 # entries that are not running (a create in progress elsewhere, a dead
 # sandbox someone is looking at) unless NODE_BENCH_FORCE=1.  Running
 # sandboxes of others are adopted and left alone, but they skew the figures.
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 cold_n=${NODE_BENCH_COLD:-5}
@@ -53,7 +52,6 @@ hold_claimed=${NODE_BENCH_HOLD_CLAIMED:-0}
 bin=${CLOCHE_BUILD:-build}/bin/cloche-node
 out=bench/results/node.json
 
-die() { echo "bench/node.sh: $*" >&2; exit 1; }
 for v in cold_n warm_k mem_m fill_max fill_batch fill_budget settle cpu_s reserve_mib; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number (got \`${!v}\`)"
 done
@@ -250,7 +248,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo " interrupted" >&2; exit 130' INT TERM
 
-mkdir -p bench/results
 stats() { # "min median max" of the numbers on stdin
 	sort -n | awk '{a[NR] = $1} END {if (NR) printf "%d %d %d\n", a[1], a[int((NR + 1) / 2)], a[NR]}'
 }

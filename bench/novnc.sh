@@ -20,8 +20,9 @@
 #   NOVNC_BENCH_VNC       another cloche-vnc binary (default: build/bin/cloche-vnc,
 #                         built first)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tests/lib/tap.sh # free_port
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+. tests/lib/x11.sh
 
 quick=${CLOCHE_BENCH_QUICK:-0}
 scroll_s=${NOVNC_BENCH_SCROLL_S:-$([[ $quick == 1 ]] && echo 6 || echo 20)}
@@ -69,26 +70,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# wait_for SECONDS WHAT COMMAND...: polls every 0.1 s, fails saying WHAT.
-wait_for() {
-	local secs=$1 what=$2
-	local deadline=$((SECONDS + secs))
-	shift 2
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || { echo "novnc: no $what after $secs s" >&2; return 1; }
-		sleep 0.1
-	done
-}
-
-disp=
-for n in $(seq 140 199); do
-	[[ -e /tmp/.X11-unix/X$n || -e /tmp/.X$n-lock ]] || { disp=:$n; break; }
-done
-[[ -n $disp ]] || { echo "novnc: no free X display in :140-:199" >&2; exit 1; }
+disp=$(x_free_display 140 199) || { echo "novnc: no free X display in :140-:199" >&2; exit 1; }
 Xvfb "$disp" -screen 0 1280x800x24 -nolisten tcp -noreset >"$tmp/xvfb.log" 2>&1 &
 xvfb_pid=$!
 pids+=("$xvfb_pid")
-wait_for 15 "Xvfb on $disp" xdpyinfo -display "$disp" || { tail -n 5 "$tmp/xvfb.log" >&2; exit 1; }
+bench_wait 15 "Xvfb on $disp" xdpyinfo -display "$disp" || { tail -n 5 "$tmp/xvfb.log" >&2; exit 1; }
 export DISPLAY=$disp
 
 # A secret as every sandbox has: the viewer comes in through /?secret=,
@@ -99,19 +85,18 @@ CLOCHE_VNC_SECRET=$secret "$vnc" --display "$disp" --listen 127.0.0.1 --rfb-port
 	--log-level info 2>"$tmp/vnc.log" &
 vnc_pid=$!
 pids+=("$vnc_pid")
-wait_for 15 "cloche-vnc listening on $http" grep -q '"msg":"cloche-vnc started"' "$tmp/vnc.log" ||
+bench_wait 15 "cloche-vnc listening on $http" grep -q '"msg":"cloche-vnc started"' "$tmp/vnc.log" ||
 	{ tail -n 5 "$tmp/vnc.log" >&2; exit 1; }
 
 cp bench/novnc/page.html "$tmp/page.html"
-setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run --no-default-browser-check \
-	--disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage \
-	--password-store=basic --user-data-dir="$tmp/desktop-profile" --window-size=1280,800 \
+setsid chromium "${X_CHROMIUM_FLAGS[@]}" --no-default-browser-check \
+	--user-data-dir="$tmp/desktop-profile" --window-size=1280,800 \
 	--window-position=0,0 "file://$tmp/page.html#px=$px" >"$tmp/chromium.log" 2>&1 &
 desktop_sid=$!
 sids+=("$desktop_sid")
 wid=
 find_window() { wid=$(xdotool search --name '^novnc-bench idle' | head -n 1) && [[ -n $wid ]]; }
-wait_for 60 "Chromium showing the page" find_window || { grep -v dbus "$tmp/chromium.log" | tail -n 5 >&2; exit 1; }
+bench_wait 60 "Chromium showing the page" find_window || { grep -v dbus "$tmp/chromium.log" | tail -n 5 >&2; exit 1; }
 # Keys go where the pointer is (no window manager): click the page once,
 # then rest the pointer in the page's plain margin, where its shape does not
 # change as the article scrolls under it.
@@ -121,7 +106,6 @@ xdotool mousemove 640 500 click 1 mousemove 100 500
 # --- the viewer and the windows ---------------------------------------------------
 phases=()
 for ((r = 0; r < rounds; r++)); do phases+=("scroll:$scroll_s" "idle:$idle_s"); done
-mkdir -p bench/results
 rc=0
 # In the background and waited for: a TERM runs the cleanup at once.
 node bench/novnc/run.mjs --url "http://127.0.0.1:$http/?secret=$secret${quality:+&quality=$quality}" --http-port "$http" \

@@ -18,9 +18,8 @@
 #   PORTAL_BENCH_TEMPLATE (desktop; `mini`: the desktop with only mcp-shell, made for the
 #     run, so that boots take a second and the figures show the portal and the node)
 #   CLOCHE_BUILD (build)  CLOCHE_POOL (/var/lib/cloche)
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 warm_n=${PORTAL_BENCH_WARM_N:-15}
 pool_k=${PORTAL_BENCH_POOL:-2}
@@ -33,7 +32,6 @@ build=${CLOCHE_BUILD:-build}
 main_pool=${CLOCHE_POOL:-/var/lib/cloche}
 out=bench/results/portal.json
 
-die() { echo "bench/portal.sh: $*" >&2; exit 1; }
 ((EUID == 0)) || die "run as root"
 [[ -x $build/bin/cloche-portal && -x $build/bin/cloche-node ]] || die "build first: make all"
 src=$(ls -1dt "$main_pool/templates/$tname"@* 2>/dev/null | head -n 1)
@@ -163,7 +161,6 @@ printf '%-44s %s / %s ms\n' "warm acquire p50 / p99 (HTTP, client)" "$warm_p50" 
 printf '%-44s %s /s\n' "acquire+release pairs ($clients clients)" "$pairs_s"
 printf '%-44s %s ms (%s of %s queued)\n' "mean queue wait (hold ${hold}s)" "$qmean" "$queued" "$hold_n"
 printf '%-44s %s / %s ms\n' "acquire p50 / p99 under contention" "$hold_p50" "$hold_p99"
-mkdir -p bench/results
 [[ $tname == desktop ]] || out=bench/results/portal-$tname.json
 jq -n --arg t "$tname" --argjson maxsb "$maxsb" --argjson pool "$pool_k" --argjson clients "$clients" \
 	--argjson wn "$warm_n" --argjson wh "$warm_hits" --argjson w50 "$warm_p50" --argjson w99 "$warm_p99" \

@@ -17,9 +17,8 @@
 # count in it, so it is not comparable with the loopback figures).
 # Prints a table and writes bench/results/proxy.json.
 #   CLOCHE_BUILD (build)
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 rounds=${PROXY_BENCH_ROUNDS:-3}
 secs=${PROXY_BENCH_SECONDS:-8}
@@ -27,7 +26,6 @@ conns=${PROXY_BENCH_CONNS:-64}
 build=${CLOCHE_BUILD:-build}
 out=bench/results/proxy.json
 
-die() { echo "bench/proxy.sh: $*" >&2; exit 1; }
 command -v nginx >/dev/null || die "nginx is missing (scripts/install-deps.sh installs it)"
 command -v wrk >/dev/null || die "wrk is missing (scripts/install-deps.sh installs it)"
 [[ -x $build/bin/cloche-proxy ]] || die "build first: make all"
@@ -159,7 +157,6 @@ if [[ -f scripts/lib/aio.sh ]]; then
 	fi
 fi
 
-mkdir -p bench/results
 jq -n --argjson sb_rps "${sb_rps:-null}" --argjson sb_p50 "${sb_p50:-null}" --argjson sb_p99 "${sb_p99:-null}" --arg when "$(date -u +%FT%TZ)" --argjson rounds "$rounds" --argjson secs "$secs" \
 	--argjson conns "$conns" --arg nproc "$(nproc)" \
 	--argjson n_rps "$(med nginx.small.rps)" --argjson c_rps "$(med cloche.small.rps)" \

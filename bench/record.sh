@@ -8,15 +8,13 @@
 #   the MP4's bytes per minute idle and scrolling; start and stop latency
 #   (request to answer).  REC_BENCH_ROUNDS (2) rounds; prints a table and
 #   writes bench/results/record.json.  Needs the pool to itself.
-set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-. tests/lib/tap.sh # free_port, now_ms
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 . tests/lib/sandbox.sh
 
 secs=${REC_BENCH_SECONDS:-20}
 rounds=${REC_BENCH_ROUNDS:-2}
 out=bench/results/record.json
-die() { echo "bench/record.sh: $*" >&2; exit 1; }
 [[ $secs =~ ^[0-9]+$ && $rounds =~ ^[0-9]+$ ]] && ((secs >= 5 && rounds >= 1)) || die "bad REC_BENCH_SECONDS or REC_BENCH_ROUNDS"
 [[ -x $NODE_BIN ]] || die "$NODE_BIN is not built"
 [[ -n "$(sb_latest_template desktop)" ]] || die "no desktop template (make template)"

@@ -17,13 +17,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { parseArgs } from '../../tests/e2e/lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i++) {
-  const k = process.argv[i].replace(/^--/, '');
-  const v = process.argv[i + 1];
-  if (v !== undefined && !v.startsWith('--')) { args[k] = v; i++; } else args[k] = true;
-}
+const args = parseArgs();
 const SNAPSHOTS = Math.max(2, Number(args.snapshots || 3));
 // A continuation walk stops after this many calls or this long: a page
 // cut into hundreds of parts is reported as not reached, not waited out
@@ -42,6 +38,9 @@ const pages = readFileSync(args.pages, 'utf8').split('\n')
   .filter((p) => !args.only || args.only.split(',').includes(p.name));
 
 // --- talking to the servers -------------------------------------------------
+// Its own SDK client rather than tests/e2e/lib/mcp-client.mjs: this
+// directory pins the SDK that the results name (versions.mcp_sdk), and that
+// module would load tests/e2e's copy instead.
 
 async function connect(url, name) {
   const client = new Client({ name, version: '1.0.0' });

@@ -19,9 +19,10 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { CHROMIUM, CHROMIUM_FLAGS } from '../../tests/e2e/lib/browser.mjs';
+import { parseArgs } from '../../tests/e2e/lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const args = parseArgs();
 for (const a of ['url', 'http-port', 'display', 'wid', 'vnc-pid', 'xvfb-pid', 'desktop-sid', 'phases', 'profile', 'out']) {
   if (!args[a]) { console.error(`novnc/run.mjs: --${a} is required`); process.exit(2); }
 }
@@ -177,9 +178,8 @@ function hooks() {
 // NUL-terminated JSON; events are read and dropped.
 class Viewer {
   constructor() {
-    this.proc = spawn(process.env.CHROMIUM || '/usr/bin/chromium', ['--headless', '--remote-debugging-pipe',
-      '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    this.proc = spawn(CHROMIUM, [...CHROMIUM_FLAGS, '--headless', '--remote-debugging-pipe',
+      '--disable-dev-shm-usage', '--no-default-browser-check',
       `--user-data-dir=${args.profile}`, '--window-size=1280,800', 'about:blank'],
     { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
     this.next = 1;

@@ -2,6 +2,17 @@
 # The all-in-one appliance's layout, shared by `make run` and `make stop`
 # (scripts/run.sh, scripts/stop.sh).  Every setting can be overridden from
 # the environment, so a test can run a second appliance beside the first.
+#
+# The three start-ups of the daemons stay three, for these reasons: this one
+# (make run) is what a user keeps: fixed ports (7000, 7070, 80), system
+# directories, daemons in their own sessions with pid files that outlive
+# the shell, re-runs that start nothing twice, a warm pool and week-long
+# leases.  tests/lib/stack.sh is a throwaway child of one test (free ports,
+# a temporary directory, fast heartbeats, everything killed by the test's
+# EXIT trap, its stop checked), and tests/lib/cluster.sh runs several agents
+# in network namespaces.  Sharing code would tie `make run` to tests/ (or
+# the tests to /etc and fixed ports); test-run.sh tests this one as it is.
+# aio_wait_http is tests/lib/tap.sh's wait_for on a URL for the same reason.
 AIO_ETC=${CLOCHE_AIO_ETC:-/etc/cloche}                 # node credential
 AIO_STATE=${CLOCHE_AIO_STATE:-/var/lib/cloche-portal}  # portal database, token key
 AIO_RUN=${CLOCHE_AIO_RUN:-/run/cloche/aio}             # pid files, the sandbox id

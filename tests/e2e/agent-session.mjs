@@ -13,7 +13,8 @@
 // S3 -> release all.  Prints ok/not ok lines; --out gets the ids it used
 // (portal and node ids) for the leftover checks of the script around it.
 import { writeFileSync } from 'node:fs';
-import { parseArgs, tap, connect, call, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
 import { decodePng } from './lib/png.mjs';
 
 const args = parseArgs();
@@ -57,7 +58,7 @@ function remember(sb) {
 
 // The three MCP clients of one sandbox, through the proxy with its token.
 async function agentOf(sb) {
-  const h = { headers: { Authorization: `Bearer ${sb.token}` } };
+  const h = { token: sb.token };
   const a = {
     id: sb.id,
     shell: await connect(sb.urls.mcp.shell, 'e2e-shell', h),
@@ -204,4 +205,4 @@ try {
   if (tap.failed) for (const s of used.sandboxes) await api('POST', `/sbv1/sandboxes/${s.id}/release`).catch(() => {});
   if (args.out) writeFileSync(args.out, JSON.stringify(used));
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

@@ -9,8 +9,9 @@
 // say (checked through the API); the detail shows the events; the admin
 // sees the node with its warm pool and the queue depth.  Screenshots of a
 // laptop and a phone screen go to --shots.
-import { chromium } from 'playwright-core';
-import { parseArgs, tap, connect, call } from './lib/mcp-client.mjs';
+import { launchBrowser } from './lib/browser.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
+import { connect, call } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 for (const k of ['portal', 'key', 'sandbox', 'token', 'browser-url', 'other', 'admin', 'shots']) {
@@ -30,11 +31,7 @@ async function until(s, fn) {
 const A = args.sandbox;
 let mcp;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchBrowser();
 try {
   const ctx = await browser.newContext({ viewport: { width: 1366, height: 768 } });
   const page = await ctx.newPage();
@@ -66,7 +63,7 @@ try {
   tap.check(await page.locator('#tab-nodes').isHidden(), 'a user key has no Nodes tab');
 
   // --- the thumbnail follows the screen ---------------------------------------
-  mcp = await connect(args['browser-url'], 'dash', { headers: { Authorization: `Bearer ${args.token}` } });
+  mcp = await connect(args['browser-url'], 'dash', { token: args.token });
   const paint = async (color) => {
     await call(mcp, 'browser_navigate', { url: `data:text/html,<body style="margin:0;background:${color}"></body>` }, { timeout: 60000 });
   };
@@ -98,10 +95,10 @@ try {
   // card says so, with the reason (it comes with the thumbnails).
   if (args['desktop-url']) {
     const reason = `Please sign in to the test site (${process.pid})`;
-    const desk = await connect(args['desktop-url'], 'dash-help', { headers: { Authorization: `Bearer ${args.token}` } });
+    const desk = await connect(args['desktop-url'], 'dash-help', { token: args.token });
     const stop = new AbortController();
-    const pending = desk.callTool({ name: 'request_human_help', arguments: { reason, timeout_s: 120 } },
-      undefined, { signal: stop.signal, timeout: 150000 }).catch(() => null);
+    const pending = call(desk, 'request_human_help', { reason, timeout_s: 120 },
+      { signal: stop.signal, timeout: 150000 }).catch(() => null);
     tap.check(await until(20, async () => (await card.locator('.desk').textContent()) === `The agent asks for help: ${reason}`),
       "a card shows the agent's request for a person, with its reason");
     const v = await view(A);
@@ -235,4 +232,4 @@ try {
   if (mcp) await mcp.close().catch(() => {});
   await browser.close();
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

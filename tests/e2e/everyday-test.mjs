@@ -5,7 +5,8 @@
 // lines; exits non-zero when anything failed.
 //
 //   node everyday-test.mjs --url http://10.0.2.15:8889/mcp --web http://host:port/ --web-text TEXT
-import { connect, call, tap, parseArgs } from './lib/mcp-client.mjs';
+import { tap, parseArgs } from './lib/tap.mjs';
+import { connect, call } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 const url = args.url || 'http://10.0.2.15:8889/mcp';
@@ -65,4 +66,4 @@ for (const [what, command, check] of commands) {
 }
 await call(client, 'run_command', { command: `rm -rf ${W}` });
 await client.close();
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

@@ -8,12 +8,10 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, basename } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { tap, ok, notOk } from './lib/tap.mjs';
 
 const groups = { v1: 'v1', 'apps/v1': 'apps/v1', 'networking.k8s.io/v1': 'networking.k8s.io/v1',
   'policy/v1': 'policy/v1', 'rbac.authorization.k8s.io/v1': 'rbac.authorization.k8s.io/v1' };
-let failed = 0;
-const ok = (m) => console.log(`ok - ${m}`);
-const notOk = (m, why) => { console.log(`not ok - ${m}${why ? ` (${why})` : ''}`); failed++; };
 
 for (const file of process.argv.slice(2)) {
   let docs;
@@ -46,4 +44,4 @@ for (const file of process.argv.slice(2)) {
     }
   }
 }
-process.exit(failed ? 1 : 0);
+tap.exit();

@@ -3,7 +3,8 @@
 // JSON object: {calls, p50_ms, p90_ms, p99_ms, mean_ms, max_ms}.
 //
 //   node mcp-bench.mjs --url URL [--tool run_command] [--args '{"command":"true"}'] [--calls 200] [--warmup 5]
-import { connect, call, parseArgs, pct } from './lib/mcp-client.mjs';
+import { parseArgs } from './lib/tap.mjs';
+import { connect, call, pct } from './lib/mcp-client.mjs';
 
 const a = parseArgs();
 const url = a.url || 'http://127.0.0.1:8889/mcp';

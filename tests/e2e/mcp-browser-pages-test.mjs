@@ -17,16 +17,16 @@
 //  - bad arguments, unknown refs and offsets past the end give clear errors.
 //
 //   node mcp-browser-pages-test.mjs --url http://10.0.2.15:7999/mcp --shell http://10.0.2.15:8889/mcp
-import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap, check } from './lib/tap.mjs';
+import { connect, call as callTool, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
-const check = (cond, name, why) => tap.check(cond, name, why);
 const text = (r) => (r ? textOf(r) : '');
 const short = (s) => JSON.stringify(String(s).slice(0, 400));
 const browser = await connect(args.url, 'cloche-mcp-browser-pages-test');
 const shell = await connect(args.shell, 'cloche-mcp-browser-pages-test');
-const call = (name, a = {}) => browser.callTool({ name, arguments: a }, undefined, { timeout: 120000 });
-const sh = (name, a = {}) => shell.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
+const call = (name, a = {}) => callTool(browser, name, a, { timeout: 120000 });
+const sh = (name, a = {}) => callTool(shell, name, a, { timeout: 60000 });
 const home = '/home/agent';
 const rejects = async (p, name) => {
   try {
@@ -258,4 +258,4 @@ await rejects(call('browser_mouse_click_xy', { x: 5 }), 'a missing coordinate is
 await sh('run_command', { command: 'pkill -f "http.server 812[34]"; rm -rf ~/www ~/big.html ~/upload.html ~/canvas.html ~/inner.html ~/outer.html ~/net.pdf /tmp/up-*.txt' });
 await browser.close();
 await shell.close();
-process.exitCode = tap.failed ? 1 : 0;
+tap.done();

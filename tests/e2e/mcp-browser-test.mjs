@@ -13,20 +13,18 @@
 //        (only times N browser_snapshot round trips, writes p50/p99)
 import { writeFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020.js';
-import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap, ok, notOk, check } from './lib/tap.mjs';
+import { connect, call as callTool, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 const page = args.page || 'file:///opt/cloche/share/test/form.html';
-const ok = (name) => tap.ok(name);
-const notOk = (name, why) => tap.notOk(name, why);
-const check = (cond, name, why) => tap.check(cond, name, why);
 const text = (r) => (r ? textOf(r) : '');
 const short = (s) => JSON.stringify(String(s).slice(0, 300));
 
 // --origin sends an Origin header, as a browser-based client would.
 const client = await connect(args.url, 'cloche-mcp-browser-test',
   { headers: args.origin ? { Origin: args.origin } : undefined });
-const call = (name, a = {}) => client.callTool({ name, arguments: a }, undefined, { timeout: 60000 });
+const call = (name, a = {}) => callTool(client, name, a, { timeout: 60000 });
 // A JSON-RPC error as a failed result, for checks that must go on after one.
 const tryCall = (name, a) => call(name, a).catch((e) => ({ isError: true, content: [{ type: 'text', text: `JSON-RPC ${e.code}: ${e.message}` }] }));
 // Expects a JSON-RPC -32602 error (whose message matches re, when given).
@@ -210,8 +208,7 @@ try {
   // Cancellation: a long wait is abandoned promptly and frees the browser.
   const ac = new AbortController();
   t0 = Date.now();
-  const long = client.callTool({ name: 'browser_wait_for', arguments: { time: 60 } }, undefined,
-    { signal: ac.signal, timeout: 90000 }).then(() => 'answered', () => 'aborted');
+  const long = callTool(client, 'browser_wait_for', { time: 60 }, { signal: ac.signal, timeout: 90000 }).then(() => 'answered', () => 'aborted');
   setTimeout(() => ac.abort(), 500);
   const how = await long;
   r = await call('browser_snapshot');
@@ -231,4 +228,4 @@ try {
   notOk('the end-to-end run finished', e.stack || String(e));
 }
 await client.close();
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

@@ -3,7 +3,8 @@
 //        --args '{"command":"id"}' [--timeout-ms 60000] [--token st1....]
 // Prints the result's text to stdout.  Exit 0 for a result, 1 for a result
 // with isError, 2 when the call itself failed (message on stderr).
-import { parseArgs, connect, call, textOf } from './lib/mcp-client.mjs';
+import { parseArgs } from './lib/tap.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 if (!args.url || !args.tool) {
@@ -12,8 +13,7 @@ if (!args.url || !args.tool) {
 }
 let client;
 try {
-  client = await connect(args.url, 'cloche-mcp-call',
-    args.token ? { headers: { Authorization: `Bearer ${args.token}` } } : {});
+  client = await connect(args.url, 'cloche-mcp-call', { token: args.token });
   const res = await call(client, args.tool, JSON.parse(args.args || '{}'),
     { timeout: Number(args['timeout-ms'] || 60000) });
   process.stdout.write(textOf(res) + '\n');

@@ -28,13 +28,11 @@
 // as JSON), "unchanged" (answers that were), ...} as JSON.
 import { writeFileSync } from 'node:fs';
 import { frameStats, looksLikeDesktop } from './lib/frame.mjs';
-import { parseArgs, tap, connect, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap, ok, notOk, check } from './lib/tap.mjs';
+import { connect, call as callTool, textOf } from './lib/mcp-client.mjs';
 import { decodePng } from './lib/png.mjs';
 
 const args = parseArgs();
-const ok = (name) => tap.ok(name);
-const notOk = (name, why) => tap.notOk(name, why);
-const check = (cond, name, why) => tap.check(cond, name, why);
 const W = Number(args.width || 1280);
 const H = Number(args.height || 800);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -81,7 +79,7 @@ async function pointerPixels() {
 }
 
 let client;
-const call = (name, a = {}) => client.callTool({ name, arguments: a });
+const call = (name, a = {}) => callTool(client, name, a);
 // Resolves to the JSON-RPC error (code, message) of a call that must fail.
 const refused = (name, a) => call(name, a).then((res) => ({ res }), (err) => ({ code: err.code, message: String(err.message) }));
 const computer = (a) => call('computer', a);
@@ -117,26 +115,27 @@ try {
   const first = png(await computer({ action: 'screenshot' }));
   const st0 = first && frameStats(first.w, first.h, first.data);
   const field = st0 && st0.field;
-  if (args.type !== undefined) {
+  // --type and --paste: a click into the page's text field, emptied.
+  const emptyField = async () => {
     check(field, 'found the page text field');
     if (!field) throw new Error('no field');
     await computer({ action: 'left_click', coordinate: [Math.round((field.x0 + field.x1) / 2), Math.round((field.y0 + field.y1) / 2)] });
     await call('key', { text: 'ctrl+a BackSpace' });
+  };
+  if (args.type !== undefined) {
+    await emptyField();
     const t0 = performance.now();
     const res = await call('type', { text: args.type });
     check(!res.isError && /typed/.test(texts(res)), `type answers "${texts(res)}" (${Math.round(performance.now() - t0)} ms with its screenshot)`);
-    process.exit(tap.failed ? 1 : 0);
+    tap.exit();
   }
   if (args.paste !== undefined) {
-    check(field, 'found the page text field');
-    if (!field) throw new Error('no field');
-    await computer({ action: 'left_click', coordinate: [Math.round((field.x0 + field.x1) / 2), Math.round((field.y0 + field.y1) / 2)] });
-    await call('key', { text: 'ctrl+a BackSpace' });
+    await emptyField();
     let res = await call('clipboard_set', { text: args.paste });
     check(!res.isError && /clipboard holds your text/.test(texts(res)), `clipboard_set answers "${texts(res)}"`);
     res = await call('key', { text: 'ctrl+v' });
     check(!res.isError, 'ctrl+v in the field');
-    process.exit(tap.failed ? 1 : 0);
+    tap.exit();
   }
   if (args.sizes) {
     const RW0 = Number(args['real-width'] || W); const RH0 = Number(args['real-height'] || H);
@@ -152,7 +151,7 @@ try {
       const n = await pointerPixels();
       check(n === 0, `--no-pointer: the pointer is not in the image (${n} pixels changed where it went)`);
     }
-    process.exit(tap.failed ? 1 : 0);
+    tap.exit();
   }
 
   const { tools } = await client.listTools();
@@ -274,17 +273,17 @@ try {
   // Another session has its own memory: its first if_changed is an image.
   const client2 = await connect(args.url, 'cloche-mcp-desktop-test-2');
   try {
-    res = await client2.callTool({ name: 'screenshot', arguments: { if_changed: true } });
+    res = await callTool(client2, 'screenshot', { if_changed: true });
     check(images(res).length === 1 && res.structuredContent.unchanged === false, "another session's first screenshot with if_changed is an image");
     // The screen changes under session 1 (session 2 types): an image again.
     const h0 = (await call('screenshot')).structuredContent.hash;
-    await client2.callTool({ name: 'left_click', arguments: { coordinate: [cx, cy] } });
-    await client2.callTool({ name: 'type', arguments: { text: 'changed' } });
+    await callTool(client2, 'left_click', { coordinate: [cx, cy] });
+    await callTool(client2, 'type', { text: 'changed' });
     await sleep(300);
     res = await call('screenshot', { if_changed: true });
     check(images(res).length === 1 && res.structuredContent.unchanged === false && res.structuredContent.hash !== h0,
       'after the screen changed, screenshot {if_changed: true} is an image again with a new hash');
-    await client2.callTool({ name: 'key', arguments: { text: 'ctrl+a BackSpace' } });
+    await callTool(client2, 'key', { text: 'ctrl+a BackSpace' });
   } finally {
     await client2.close().catch(() => {});
   }
@@ -347,4 +346,4 @@ try {
 } finally {
   await client.close().catch(() => {});
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

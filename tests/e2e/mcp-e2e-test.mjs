@@ -7,7 +7,8 @@
 // desktop's processes.  Prints "ok - ..." / "not ok - ...".
 //
 //   node mcp-e2e-test.mjs --host 10.0.2.15 [--width 1280 --height 800]
-import { call, connect, parseArgs, tap, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
+import { call, connect, textOf } from './lib/mcp-client.mjs';
 import { decodePng } from './lib/png.mjs';
 
 const args = parseArgs();
@@ -99,4 +100,4 @@ try {
 } finally {
   await Promise.allSettled([browser.close(), desktop.close(), shell.close()]);
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

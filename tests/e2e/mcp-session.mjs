@@ -6,15 +6,15 @@
 // same Client (and so the same Mcp-Session-Id) serves every line; it ends
 // when stdin closes.
 import readline from 'node:readline';
-import { parseArgs, connect, call, textOf } from './lib/mcp-client.mjs';
+import { parseArgs } from './lib/tap.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 if (!args.url) {
   console.error('usage: mcp-session.mjs --url URL [--token TOKEN] [--timeout-ms N]');
   process.exit(2);
 }
-const client = await connect(args.url, 'cloche-mcp-session',
-  args.token ? { headers: { Authorization: `Bearer ${args.token}` } } : {});
+const client = await connect(args.url, 'cloche-mcp-session', { token: args.token });
 const session = client.transport && client.transport.sessionId;
 const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {

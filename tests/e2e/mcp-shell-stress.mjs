@@ -6,7 +6,8 @@
 // "ok - ..." / "not ok - ..." lines; exits non-zero when anything failed.
 //
 //   node mcp-shell-stress.mjs --url URL --dir DIR [--wide 100000] [--user agent]
-import { connect, call, textOf, tap, parseArgs } from './lib/mcp-client.mjs';
+import { tap, parseArgs } from './lib/tap.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 const url = args.url || 'http://127.0.0.1:8889/mcp';
@@ -183,4 +184,4 @@ if (args.user) {
 await call(client, 'kill_process', { id: keeperId });
 await call(client, 'run_command', { command: `rm -rf "${dir}"`, timeout_ms: 600000 });
 await client.close();
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

@@ -4,7 +4,8 @@
 //
 //   node mcp-shell-test.mjs --url http://10.0.2.15:8889/mcp [--user agent] [--via-proxy 1]
 //   (through cloche-proxy: CLOCHE_MCP_BEARER=<sandbox token> in the environment)
-import { connect, call, textOf, tap, rawPost, rawHostPost, rawSession, parseArgs, authHeaders } from './lib/mcp-client.mjs';
+import { tap, parseArgs } from './lib/tap.mjs';
+import { connect, call, textOf, rawPost, rawHostPost, rawSession, authHeaders } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 const url = args.url || 'http://127.0.0.1:8889/mcp';
@@ -214,4 +215,4 @@ await tap.step('raw', async () => {
   tap.check(r.status === 404, `an ended session -> 404 (${r.status})`);
 });
 
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

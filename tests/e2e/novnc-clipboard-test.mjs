@@ -14,16 +14,13 @@
 // that a text over the 1 MiB limit from noVNC changes nothing.
 // With --off 1 (cloche-vnc started with CLOCHE_CLIPBOARD=off) nothing may
 // cross either way.  Prints "ok - ..." / "not ok - ..." lines.
-import { chromium } from 'playwright-core';
 import { execFileSync, spawn } from 'node:child_process';
+import { launchBrowser } from './lib/browser.mjs';
+import { call, connect, textOf } from './lib/mcp-client.mjs';
 import { takeControl } from './lib/novnc.mjs';
+import { parseArgs, tap, notOk, check } from './lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name) => { console.log(`not ok - ${name}`); failed++; };
-const check = (cond, name) => (cond ? ok(name) : notOk(name));
+const args = parseArgs();
 const off = args.off === '1';
 const env = { ...process.env, DISPLAY: args.display };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -40,9 +37,14 @@ function xclipGet(selection) {
     return execFileSync('timeout', ['3', 'xclip', '-o', '-selection', selection], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   } catch { return null; }
 }
-function mcpSet(text) {
-  execFileSync('node', [new URL('./mcp-call.mjs', import.meta.url).pathname, '--url', args.mcp,
-    '--tool', 'clipboard_set', '--args', JSON.stringify({ text })], { stdio: 'ignore' });
+async function mcpSet(text) {
+  const client = await connect(args.mcp, 'cloche-clipboard-test');
+  try {
+    const res = await call(client, 'clipboard_set', { text }, { timeout: 60000 });
+    if (res.isError) throw new Error(`clipboard_set: ${textOf(res)}`);
+  } finally {
+    await client.close().catch(() => {});
+  }
 }
 async function until(fn, ms) {
   const end = Date.now() + ms;
@@ -53,11 +55,7 @@ async function until(fn, ms) {
   }
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchBrowser();
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await page.goto(args.url, { waitUntil: 'load', timeout: 30000 });
@@ -86,7 +84,7 @@ try {
 
   if (args.mcp) {
     const t2 = `set by mcp-desktop ${process.pid} Ωμέγα`;
-    mcpSet(t2);
+    await mcpSet(t2);
     const got2 = await until(async () => (await panel()) === t2, wait);
     if (off) check(!got2, 'off: clipboard_set text does not reach noVNC');
     else check(got2, `mcp-desktop's clipboard_set reaches noVNC (panel: '${await panel()}')`);
@@ -129,4 +127,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+tap.exit();

@@ -15,14 +15,15 @@
 // does no harm.  Prints "ok - ..." / "not ok - ..." lines.
 //
 //   node novnc-control-test.mjs --url URL --mcp URL [--display :N] [--at X,Y] [--grace 1]
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { parseArgs, tap, connect, call, textOf } from './lib/mcp-client.mjs';
+import { launchBrowser } from './lib/browser.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
+import { canvasReady, pagePoint, within } from './lib/novnc.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
 
 const args = parseArgs();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const env = { ...process.env, DISPLAY: args.display };
-const canvas = '#noVNC_container canvas';
 const [ax, ay] = (args.at || '100,100').split(',').map(Number);
 const at = (dx, dy) => [ax + dx, ay + dy];
 let agent;
@@ -35,40 +36,17 @@ async function where() {
   return [Number(/X=(\d+)/.exec(out)[1]), Number(/Y=(\d+)/.exec(out)[1])];
 }
 const near = ([x, y], [x2, y2]) => Math.abs(x - x2) <= 2 && Math.abs(y - y2) <= 2;
-async function within(ms, fn) {
-  const t0 = Date.now();
-  while (Date.now() - t0 < ms) {
-    if (await fn()) return Date.now() - t0;
-    await sleep(25);
-  }
-  return -1;
-}
 
 async function openViewer(browser) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await page.goto(args.url, { waitUntil: 'load', timeout: 30000 });
-  await page.waitForFunction((sel) => {
-    const c = document.querySelector(sel);
-    return c && c.width >= 640 && c.height >= 480;
-  }, canvas, { timeout: 30000 });
+  await canvasReady(page);
   await page.waitForSelector('#cloche-bar:not([hidden])', { timeout: 10000 });
   return page;
 }
-// Where framebuffer pixel (x, y) is on the page (noVNC scales the canvas).
-async function pagePoint(page, x, y) {
-  const box = await page.locator(canvas).boundingBox();
-  const size = await page.evaluate((sel) => {
-    const c = document.querySelector(sel);
-    return [c.width, c.height];
-  }, canvas);
-  return [box.x + (x * box.width) / size[0], box.y + (y * box.height) / size[1]];
-}
 const barText = (page) => page.locator('#cloche-state').textContent();
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run'],
-});
+const browser = await launchBrowser();
 agent = await connect(args.mcp, 'cloche-control-test');
 try {
   const a = await openViewer(browser);
@@ -176,4 +154,4 @@ try {
   await agent.close().catch(() => {});
   await browser.close();
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

@@ -10,21 +10,16 @@
 // page background.  Prints "ok - ..." / "not ok - ..." lines.
 //
 //   node novnc-pointer-test.mjs --url URL --from X,Y --to X,Y [--pid PID] [--out DIR]
-import { chromium } from 'playwright-core';
-import { canvas, pagePoint, within } from './lib/novnc.mjs';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { takeControl } from './lib/novnc.mjs';
+import { launchBrowser } from './lib/browser.mjs';
+import { canvas, canvasReady, pagePoint, takeControl, within } from './lib/novnc.mjs';
+import { parseArgs, tap, notOk, check } from './lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const args = parseArgs();
 const point = (s) => s.split(',').map(Number);
 const [fromX, fromY] = point(args.from);
 const [toX, toY] = point(args.to);
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name, why) => { console.log(`not ok - ${name}`); if (why) console.log(`#   ${why}`); failed++; };
-const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const xdotool = (...a) => execFileSync('xdotool', a.map(String));
 
@@ -61,10 +56,7 @@ async function openViewer(browser) {
   const stats = { bytes: 0 };
   page.on('websocket', (ws) => ws.on('framereceived', (f) => { stats.bytes += Buffer.byteLength(f.payload); }));
   await page.goto(args.url, { waitUntil: 'load', timeout: 30000 });
-  await page.waitForFunction((sel) => {
-    const c = document.querySelector(sel);
-    return c && c.width >= 640 && c.height >= 480;
-  }, canvas, { timeout: 30000 });
+  await canvasReady(page);
   return { page, stats };
 }
 
@@ -72,11 +64,7 @@ async function openViewer(browser) {
 const ticks = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   .slice(11, 13).reduce((a, b) => a + Number(b), 0);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchBrowser();
 try {
   const a = await openViewer(browser);
   const { page } = a;
@@ -153,4 +141,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+tap.exit();

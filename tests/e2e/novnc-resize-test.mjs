@@ -14,19 +14,15 @@
 //
 //   node novnc-resize-test.mjs --url URL --view-url URL --off-url URL --display :N
 //        --default WxH --window WID [--mcp URL] [--pid PID] [--log FILE]
-import { chromium } from 'playwright-core';
-import { canvas, pagePoint, takeControl, within } from './lib/novnc.mjs';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { launchBrowser } from './lib/browser.mjs';
 import { connect, call } from './lib/mcp-client.mjs';
+import { canvas, canvasReady, pagePoint, takeControl, within } from './lib/novnc.mjs';
+import { parseArgs, tap, notOk, check } from './lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+const args = parseArgs();
 const [defW, defH] = args.default.split('x').map(Number);
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name, why) => { console.log(`not ok - ${name}`); if (why) console.log(`#   ${why}`); failed++; };
-const check = (cond, name, why) => (cond ? ok(name) : notOk(name, why));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const env = { ...process.env, DISPLAY: args.display };
 const run = (cmd, ...a) => execFileSync(cmd, a.map(String), { env }).toString();
@@ -95,10 +91,7 @@ async function openViewer(browser, url, viewport, resize) {
   await page.addInitScript(recordResizes);
   const sep = url.includes('?') ? '&' : '?';
   await page.goto(`${url}${sep}resize=${resize}`, { waitUntil: 'load', timeout: 30000 });
-  await page.waitForFunction((sel) => {
-    const c = document.querySelector(sel);
-    return c && c.width >= 320 && c.height >= 200;
-  }, canvas, { timeout: 30000 });
+  await canvasReady(page, { min: [320, 200] });
   return { page };
 }
 // Waits for a request from v sent after `since` (the page's clock), the
@@ -131,11 +124,7 @@ async function resized(v, since, ms = 8000) {
 const logLines = () => (args.log && existsSync(args.log) ? readFileSync(args.log, 'utf8') : '');
 const pidAlive = (pid) => { try { process.kill(Number(pid), 0); return true; } catch { return false; } };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchBrowser();
 const timings = [];
 let mcp;
 try {
@@ -276,4 +265,4 @@ try {
   if (mcp) await mcp.close().catch(() => {});
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+tap.exit();

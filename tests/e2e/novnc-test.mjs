@@ -9,24 +9,16 @@
 // change nothing: the field stays as it was.
 //
 //   node novnc-test.mjs --url URL [--snapshot FILE.jpg] [--out DIR] [--input none]
-import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
+import { launchBrowser } from './lib/browser.mjs';
 import { looksLikeDesktop, statsInPage } from './lib/frame.mjs';
-import { takeControl } from './lib/novnc.mjs';
+import { canvas, canvasReady, takeControl } from './lib/novnc.mjs';
+import { parseArgs, tap, ok, notOk, check } from './lib/tap.mjs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-let failed = 0;
-const ok = (name) => console.log(`ok - ${name}`);
-const notOk = (name) => { console.log(`not ok - ${name}`); failed++; };
-const check = (cond, name) => (cond ? ok(name) : notOk(name));
+const args = parseArgs();
 const pct = (x) => Math.round(x * 100);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchBrowser();
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 
@@ -38,13 +30,9 @@ try {
     check(looksLikeDesktop(st), `vncsnapshot frame shows Chromium's window (${st.w}x${st.h}, ${st.colours} colours, top colour ${pct(st.dominant)}%)`);
   }
 
-  const canvas = '#noVNC_container canvas';
   const t0 = Date.now();
   await page.goto(args.url, { waitUntil: 'load', timeout: 30000 });
-  const connected = await page.waitForFunction((sel) => {
-    const c = document.querySelector(sel);
-    return c && c.width >= 640 && c.height >= 480;
-  }, canvas, { timeout: 30000 }).then(() => true, () => false);
+  const connected = await canvasReady(page).then(() => true, () => false);
   check(connected, `noVNC connects (${Date.now() - t0} ms to a full-size canvas)`);
   if (!connected) throw new Error('noVNC did not connect');
 
@@ -97,4 +85,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+tap.exit();

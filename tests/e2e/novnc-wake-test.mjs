@@ -3,15 +3,12 @@
 // noVNC reconnects by itself, the proxy holds that reconnect and has the
 // sandbox woken, and the page shows the desktop again.
 //   node novnc-wake-test.mjs --url NOVNC_URL --id ID --cli PATH_TO_cloche
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { parseArgs, tap } from './lib/mcp-client.mjs';
+import { launchBrowser } from './lib/browser.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
 
 const args = parseArgs();
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-});
+const browser = await launchBrowser();
 const cli = (...a) => execFileSync(args.cli, a, { timeout: 180000 }).toString();
 const stateOf = () => JSON.parse(cli('get', args.id, '--json')).state;
 const waitState = async (want, ms) => {
@@ -43,4 +40,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exitCode = tap.failed ? 1 : 0;
+tap.done();

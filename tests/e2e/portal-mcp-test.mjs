@@ -8,7 +8,8 @@
 //
 //   node portal-mcp-test.mjs --portal URL --key KEY --other-key KEY2
 import Ajv from 'ajv';
-import { parseArgs, tap, connect, call, textOf } from './lib/mcp-client.mjs';
+import { parseArgs, tap } from './lib/tap.mjs';
+import { connect, call, textOf } from './lib/mcp-client.mjs';
 
 const args = parseArgs();
 if (!args.portal || !args.key || !args['other-key']) {
@@ -20,7 +21,7 @@ const T = { timeout: 300000 };
 const nonce = Math.random().toString(36).slice(2, 10);
 const clients = [];
 const open = async (u, key, name) => {
-  const c = await connect(u, name, { headers: { Authorization: `Bearer ${key}` } });
+  const c = await connect(u, name, { token: key });
   clients.push(c);
   return c;
 };
@@ -169,4 +170,4 @@ try {
 } finally {
   for (const c of clients) await c.close().catch(() => {});
 }
-process.exit(tap.failed ? 1 : 0);
+tap.exit();

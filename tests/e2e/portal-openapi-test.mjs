@@ -10,15 +10,13 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
+import { parseArgs, tap, check } from './lib/tap.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) =>
-	(v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
+const args = parseArgs();
 const base = args.url, admin = args.key;
-let failed = 0;
-const ok = (cond, msg) => { console.log(`${cond ? 'ok' : 'not ok'} - ${msg}`); if (!cond) failed = 1; };
 
 const doc = await (await fetch(`${base}/sbv1/openapi.json`)).json();
-ok(doc.openapi === '3.1.0', 'the document is OpenAPI 3.1');
+check(doc.openapi === '3.1.0', 'the document is OpenAPI 3.1');
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
@@ -34,19 +32,19 @@ async function call(method, tmpl, path, { key = admin, body, headers = {} } = {}
 	const text = await r.text();
 	const op = doc.paths[tmpl]?.[method.toLowerCase()];
 	const name = `${method} ${tmpl} -> ${r.status}`;
-	if (!op) { ok(false, `${name}: operation is documented`); return { status: r.status }; }
+	if (!op) { check(false, `${name}: operation is documented`); return { status: r.status }; }
 	const resp = op.responses[String(r.status)];
-	ok(!!resp, `${name}: status is documented`);
+	check(!!resp, `${name}: status is documented`);
 	if (!seen.has(`${method} ${tmpl}`)) seen.set(`${method} ${tmpl}`, new Set());
 	seen.get(`${method} ${tmpl}`).add(r.status);
 	let json;
 	const ctype = r.headers.get('content-type') || '';
 	if (resp?.content?.['application/json']) {
-		try { json = JSON.parse(text); } catch { ok(false, `${name}: body is JSON`); return { status: r.status }; }
+		try { json = JSON.parse(text); } catch { check(false, `${name}: body is JSON`); return { status: r.status }; }
 		const v = ajv.compile(rewrite(resp.content['application/json'].schema));
-		ok(v(json), `${name}: body matches the schema${v.errors ? ' ' + JSON.stringify(v.errors.slice(0, 2)) : ''}`);
+		check(v(json), `${name}: body matches the schema${v.errors ? ' ' + JSON.stringify(v.errors.slice(0, 2)) : ''}`);
 	} else if (resp?.content?.['text/plain']) {
-		ok(ctype.startsWith('text/plain'), `${name}: text/plain`);
+		check(ctype.startsWith('text/plain'), `${name}: text/plain`);
 	}
 	return { status: r.status, json, headers: r.headers };
 }
@@ -61,7 +59,7 @@ await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { ttl: 'long' } });
 await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { template: 'no-such-template' } });
 // A real sandbox through its life.
 const a = await call('POST', '/sbv1/acquire', '/sbv1/acquire', { body: { ttl: 120, labels: { suite: 'openapi' } } });
-ok(a.status === 201, 'acquire made a sandbox');
+check(a.status === 201, 'acquire made a sandbox');
 const id = a.json?.id;
 await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes?label=suite%3Dopenapi&limit=1');
 await call('GET', '/sbv1/sandboxes', '/sbv1/sandboxes?state=bogus');
@@ -134,14 +132,14 @@ if (cred) {
 // server is in the document.
 for (const [p, ops] of Object.entries(doc.paths))
 	for (const m of Object.keys(ops))
-		ok(seen.has(`${m.toUpperCase()} ${p}`), `${m.toUpperCase()} ${p} was exercised`);
+		check(seen.has(`${m.toUpperCase()} ${p}`), `${m.toUpperCase()} ${p} was exercised`);
 if (args.routes) {
 	for (const line of readFileSync(args.routes, 'utf8').split('\n').filter(Boolean)) {
 		const [m, p] = line.split(' ');
 		const docPaths = Object.keys(doc.paths).filter((d) => p.endsWith('*')
 			? d.startsWith(p.slice(0, -1)) : d === p);
 		const methods = docPaths.flatMap((d) => Object.keys(doc.paths[d]).map((x) => x.toUpperCase()));
-		ok(docPaths.length > 0 && (m === 'ANY' || methods.includes(m)), `server route ${m} ${p} is documented`);
+		check(docPaths.length > 0 && (m === 'ANY' || methods.includes(m)), `server route ${m} ${p} is documented`);
 	}
 }
-process.exit(failed);
+tap.exit();

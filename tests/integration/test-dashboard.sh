@@ -11,11 +11,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. tests/lib/sandbox.sh
 . tests/lib/stack.sh
 
-trap stack_cleanup EXIT
-node_preflight
+stack_init
 STACK_NODE_OPTS=(--warm-pool desktop=1)
 check "a portal, a node agent (one warm desktop) and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-dash-$$"
 U1=$(stack_key viewer-1)
@@ -83,6 +81,6 @@ check "the screenshots are written (laptop, detail, recordings, phone, nodes) to
 
 for id in "$A" "$B"; do curl -s -X POST -H "Authorization: Bearer $ADMIN" "$PORTAL/sbv1/sandboxes/$id/release" >/dev/null; done
 check "every leased sandbox is released (the warm member stays)" \
-	bash -c 'for ((i = 0; i < 300; i++)); do [[ $(body_of "$(api GET /v1/sandboxes)" | jq "[.sandboxes[] | select(.pooled | not)] | length") == 0 ]] && exit 0; sleep 0.1; done; exit 1'
+	wait_for 30 node_lists_none '[.sandboxes[] | select(.pooled | not)] | length'
 stack_down
 tap_exit

@@ -66,7 +66,7 @@ cleanup() {
 	fi
 	if [[ -n $nspawn_pid ]]; then
 		kill -TERM "$nspawn_pid" 2>/dev/null # the container shuts down
-		for ((i = 0; i < 100; i++)); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+		wait_for 20 exited "$nspawn_pid"
 		kill -9 "$nspawn_pid" 2>/dev/null
 		wait "$nspawn_pid" 2>/dev/null
 	fi
@@ -108,7 +108,7 @@ out=$(cin bash -c "cd '$PWD' && deploy/install.sh portal --no-build --domain clo
 check "install.sh portal installs and starts it under systemd" \
 	bash -c '[[ $(nsenter -t "$1" -a -- systemctl is-active cloche-portal cloche-portal-backup.timer | sort -u) == active ]]' _ "$L"
 sed 's/^/# /' <<<"$out" | tail -n 4
-for ((i = 0; i < 100; i++)); do curl -sf http://127.0.0.1:7000/healthz >/dev/null && break; sleep 0.1; done
+wait_for 10 curl -sf -o /dev/null http://127.0.0.1:7000/healthz
 ADMIN=$(cin runuser -u cloche-portal -- cloche-portal --db /var/lib/cloche-portal/portal.db key-create admin admin)
 check "the first admin key, as install.sh says to make it, works" \
 	test "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ADMIN" http://127.0.0.1:7000/sbv1/nodes)" = 200
@@ -128,7 +128,7 @@ line=$(sed -n 's/^ExecStart=//p' deploy/systemd/cloche-node.service)
 read -ra cmd <<<"$line"
 "${cmd[@]}" >>"$W/node.log" 2>&1 &
 node_pid=$!
-for ((i = 0; i < 100; i++)); do curl -s -o /dev/null http://127.0.0.1:7070/healthz && break; sleep 0.1; done
+wait_for 10 curl -s -o /dev/null http://127.0.0.1:7070/healthz
 check "the node agent runs as its unit says ($line)" curl -sf -o /dev/null http://127.0.0.1:7070/healthz
 check "... and its connect socket is root:cloche 0660" \
 	bash -c '[[ $(stat -c "%U:%G %a" "$1/node.sock") == "root:cloche 660" ]]' _ "$W/run-cloche"

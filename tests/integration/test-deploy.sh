@@ -14,6 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
+. tests/lib/s3.sh
 BUILD=${BUILD:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -52,11 +53,8 @@ check "... nor a DaemonSet without its selector" \
 # sent, not that a server applied them.
 AWS=${AWS:-/usr/bin/aws}
 s3port=$(free_port)
-NODE_OPTIONS=--openssl-legacy-provider tests/e2e/node_modules/.bin/s3rver -d "$work/s3rver-data" -a 127.0.0.1 -p "$s3port" \
-	--configure-bucket cloche >"$work/s3rver.log" 2>&1 &
-s3pid=$!
-trap 'kill "$s3pid" 2>/dev/null; wait "$s3pid" 2>/dev/null; rm -rf "$work"' EXIT
-for ((i = 0; i < 100; i++)); do curl -s -o /dev/null "http://127.0.0.1:$s3port/" && break; sleep 0.1; done
+s3rver_start "$work/s3rver-data" "$s3port" cloche "$work/s3rver.log"
+trap 'kill "$S3RVER_PID" 2>/dev/null; wait "$S3RVER_PID" 2>/dev/null; rm -rf "$work"' EXIT
 # lifecycle FILE: awscli's exit status (254: the server refused; 252: awscli did) and its words.
 lifecycle() {
 	AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1 "$AWS" \

@@ -15,11 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. tests/lib/sandbox.sh
 . tests/lib/stack.sh
 
-trap stack_cleanup EXIT
-node_preflight
+stack_init
 check "a portal, a node agent with S3 and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-e2e-$$" --s3
 KEY=$(stack_key agent)
 check "the agent has a user key" test "${KEY#ck_}" != "$KEY"
@@ -33,8 +31,7 @@ echo "# the session took $(($(now_ms) - t0)) ms"
 check "the session used three sandboxes (the parent and two children)" \
 	test "$(jq '.sandboxes | length' "$STACK_WORK/used.json" 2>/dev/null)" = 3
 mapfile -t nids < <(jq -r '.sandboxes[].node_ids[]' "$STACK_WORK/used.json" 2>/dev/null | sort -u)
-check "the node lists no sandbox" \
-	bash -c 'for ((i = 0; i < 300; i++)); do [[ $(body_of "$(api GET /v1/sandboxes)" | jq ".sandboxes | length") == 0 ]] && exit 0; sleep 0.1; done; exit 1'
+check "the node lists no sandbox" wait_for 30 node_lists_none
 left=
 for id in "${nids[@]}"; do
 	gone "$id" || left+=" $id"

@@ -46,10 +46,7 @@ check "the node agent starts with the proxy's admin URL" \
 	node_start --proxy-admin "http://127.0.0.1:$px_admin"
 token() { "$PX" --token-key-file "$work/key" token "$1"; }
 # node_up: a restart that boots a sandbox again serves only after that.
-node_up() {
-	for ((i = 0; i < 900; i++)); do curl -sf "$NODE_BASE/healthz" >/dev/null && return 0; sleep 0.1; done
-	return 1
-}
+node_up() { wait_for 90 curl -sf -o /dev/null "$NODE_BASE/healthz"; }
 # px_curl PORT ID PATH [curl options...]: through the proxy, with ID's token.
 px_curl() {
 	local port=$1 id=$2 path=$3
@@ -198,7 +195,7 @@ node_stop
 node_start --proxy-admin "http://127.0.0.1:$px_admin" --test-hooks checkpoint=3000
 api POST "/v1/sandboxes/$A/hibernate" >"$work/failed.out" &
 poster=$!
-for ((i = 0; i < 600; i++)); do compgen -G "$CLOCHE_POOL/checkpoints/$A/*.part/state" >/dev/null && break; sleep 0.1; done
+wait_for 60 compgen -G "$CLOCHE_POOL/checkpoints/$A/*.part/state" >/dev/null
 for part in "$CLOCHE_POOL/checkpoints/$A"/*.part; do : >"$part/state/checkpoint.img"; done
 wait "$poster"
 r=$(cat "$work/failed.out")
@@ -217,7 +214,7 @@ check "the failure is counted" \
 node_stop
 node_start --proxy-admin "http://127.0.0.1:$px_admin" --test-hooks checkpoint-done=8000
 api POST "/v1/sandboxes/$A/hibernate" >/dev/null &
-for ((i = 0; i < 300; i++)); do grep -q '"checkpoint-done"' "$work/node.log" && break; sleep 0.1; done
+wait_for 30 grep -q '"checkpoint-done"' "$work/node.log"
 kill -9 "$node_pid"
 wait "$node_pid" 2>/dev/null
 node_pid=
@@ -230,7 +227,7 @@ check "... and none is left" eval "[[ ! -e $CLOCHE_POOL/checkpoints/$A ]]"
 r=$(api POST "/v1/sandboxes/$A/hibernate")
 check "it hibernates again" test "$(status_of "$r")" = 200
 api POST "/v1/sandboxes/$A/wake" >/dev/null &
-for ((i = 0; i < 300; i++)); do grep -q '"restore"' "$work/node.log" && break; sleep 0.1; done
+wait_for 30 grep -q '"restore"' "$work/node.log"
 kill -9 "$node_pid"
 wait "$node_pid" 2>/dev/null
 node_pid=

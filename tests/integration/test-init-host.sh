@@ -25,14 +25,10 @@ trap cleanup EXIT
 port=$(free_port)
 health() { curl -s -m 2 "http://127.0.0.1:$port/health"; }
 field() { health | jq -r "$1"; }
-wait_for() { # SECONDS JQ-EXPR-THAT-MUST-BE-true
-	local deadline=$((SECONDS + $1))
-	while ((SECONDS < deadline)); do
-		[[ $(field "$2" 2>/dev/null) == true ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# wait_health SECONDS JQ-EXPR: until the expression is true of the health answer.
+# shellcheck disable=SC2317  # health_is is called by wait_for
+health_is() { [[ $(field "$1" 2>/dev/null) == true ]]; }
+wait_health() { wait_for "$1" health_is "$2"; }
 
 # base: a server readiness-probed over a unix socket; dependent: starts after
 # it, leaves an orphan behind that exits at once, and prints to stdout/err;
@@ -57,7 +53,7 @@ pid=$!
 check "health answers 503 until every service is ready, with each state" \
 	bash -c "sleep 0.3; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/health | grep -q 503"
 check "the dependency becomes ready and the dependent starts after it" \
-	wait_for 10 '.services.base.state == "ready" and .services.dependent.state == "ready"'
+	wait_health 10 '.services.base.state == "ready" and .services.dependent.state == "ready"'
 started_base=$(grep -n '"service started","svc":"base"' "$work/log" | head -1 | cut -d: -f1)
 started_dep=$(grep -n '"service started","svc":"dependent"' "$work/log" | head -1 | cut -d: -f1)
 check "start order follows after (base line $started_base < dependent line $started_dep)" test "${started_base:-9999}" -lt "${started_dep:-0}"
@@ -70,7 +66,7 @@ check "orphans re-parented to init are reaped (zombies: $zombies)" test "$zombie
 # The delays init chose, from its log, rather than restarts counted at
 # fixed times: this suite may share the machine with another lane of make
 # test, and a loaded machine stretches every sleep here.
-wait_for 20 '.services.flapper.restarts >= 4'
+wait_health 20 '.services.flapper.restarts >= 4'
 r=$(field .services.flapper.restarts)
 delays=$(grep '"svc":"flapper"' "$work/log" | grep -o '"restart_in_ms":[0-9]*' | cut -d: -f2 | head -n 4 | xargs)
 check "a dying service is restarted with growing backoff ($r restarts; delays $delays ms)" \
@@ -81,8 +77,8 @@ check "health stays 503 while one service is down, reporting exit status" \
 dep_pid=$(field .services.dependent.pid)
 base_pid=$(field .services.base.pid)
 kill -KILL "$base_pid"
-check "a dependency that dies is restarted" wait_for 10 ".services.base.pid != $base_pid and .services.base.state == \"ready\""
-check "its dependent is restarted too, after it" wait_for 10 ".services.dependent.pid != $dep_pid and .services.dependent.state == \"ready\""
+check "a dependency that dies is restarted" wait_health 10 ".services.base.pid != $base_pid and .services.base.state == \"ready\""
+check "its dependent is restarted too, after it" wait_health 10 ".services.dependent.pid != $dep_pid and .services.dependent.state == \"ready\""
 
 t0=$(now_ms)
 kill -TERM "$pid"

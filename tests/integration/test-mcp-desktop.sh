@@ -31,6 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/sandbox.sh
+. tests/lib/x11.sh
 
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/mcp-desktop
@@ -67,25 +68,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-wait_for() { # wait_for SECONDS COMMAND...
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS >= deadline)) && return 1
-		sleep 0.1
-	done
-}
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port_from() {
-	local p
-	for p in $(seq "$1" $(($1 + 200))); do port_free "$p" && { echo "$p"; return 0; }; done
-	return 1
-}
-listening() { ! port_free "$1"; }
-
 # ------------------------------------------------------------------ host
 host_part() {
-	local disp="" n port port2 wid text
+	local disp="" port port2 wid text
 	for tool in Xvfb chromium xdotool xclip node; do
 		command -v "$tool" >/dev/null || { not_ok "host: $tool is installed"; return; }
 	done
@@ -96,10 +81,7 @@ host_part() {
 	check "a malformed --screen-size exits 2" test $? = 2
 	"$BIN" --screen-size svga >/dev/null 2>&1
 	check "an unknown --screen-size preset exits 2" test $? = 2
-	for n in $(seq 140 239); do
-		if [[ ! -e /tmp/.X11-unix/X$n && ! -e /tmp/.X$n-lock ]]; then disp=:$n; break; fi
-	done
-	[[ -n $disp ]] || { not_ok "host: a free X display"; return; }
+	disp=$(x_free_display 140 239) || { not_ok "host: a free X display"; return; }
 	Xvfb "$disp" -screen 0 1280x800x24 -nolisten tcp -noreset >"$WORK/xvfb.log" 2>&1 &
 	PIDS+=($!)
 	wait_for 15 xdpyinfo -display "$disp" >/dev/null 2>&1 || { not_ok "host: Xvfb starts on $disp"; return; }
@@ -109,16 +91,14 @@ host_part() {
 		<input id=i style="font:32px monospace;width:900px;height:60px" autofocus
 		 oninput="document.title='T:'+this.value"></body></html>
 	HTML
-	DISPLAY=$disp setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--disable-dev-shm-usage --password-store=basic --user-data-dir="$WORK/profile" \
+	DISPLAY=$disp setsid chromium "${X_CHROMIUM_FLAGS[@]}" --user-data-dir="$WORK/profile" \
 		--window-size=1280,800 --window-position=0,0 "file://$WORK/page.html" >"$WORK/chromium.log" 2>&1 &
 	PGIDS+=($!)
 	find_window() { wid=$(DISPLAY=$disp xdotool search --name '^T:' 2>/dev/null | head -1) && [[ -n $wid ]]; }
 	wait_for 60 find_window || { not_ok "host: Chromium shows the test page"; return; }
 	sleep 2
 
-	port=$(free_port_from 18100) || { not_ok "host: a free port"; return; }
+	port=$(free_port)
 	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port" --settle 100ms 2>"$WORK/mcp.log" &
 	PIDS+=($!)
 	if wait_for 15 listening "$port"; then ok "mcp-desktop serves on $disp, port $port"; else
@@ -190,7 +170,7 @@ host_part() {
 	for spec in "xga 1024 768 --no-clipboard" "WXGA 1280 800 --no-clipboard" \
 		"auto 1280 800 --no-clipboard" "640x400 640 400 CLOCHE_CLIPBOARD=off"; do
 		read -r name pw ph off <<<"$spec"
-		p3=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
+		p3=$(free_port)
 		if [[ $off == --* ]]; then pre=(); post=("$off"); else pre=(env "$off"); post=(); fi
 		"${pre[@]}" "$BIN" --display "$disp" --listen 127.0.0.1 --port "$p3" --screen-size "$name" \
 			"${post[@]}" --no-pointer 2>"$WORK/mcp-$name.log" &
@@ -198,7 +178,7 @@ host_part() {
 		if wait_for 15 listening "$p3"; then
 			node "$CLIENT" --url "http://127.0.0.1:$p3/mcp" --sizes --width "$pw" --height "$ph" \
 				--real-width 1280 --real-height 800 --pointer off |
-				sed "s/^\(not \)\{0,1\}ok - /&--screen-size $name: /"
+				tap_prefix "--screen-size $name: "
 			got=$(node "$CALL" --url "http://127.0.0.1:$p3/mcp" --tool clipboard_get)
 			check "$off: clipboard_get is a tool error ($?: $got)" grep -q "disabled.*$off" <<<"$got"
 		else
@@ -211,29 +191,27 @@ host_part() {
 
 	# Scaled: screenshots 1024x640, coordinates mapped back to 1280x800.
 	# The client suite needs the start page, so show it in a new window.
-	DISPLAY=$disp setsid chromium --no-sandbox --disable-gpu --test-type --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--disable-dev-shm-usage --password-store=basic --user-data-dir="$WORK/profile2" \
+	DISPLAY=$disp setsid chromium "${X_CHROMIUM_FLAGS[@]}" --user-data-dir="$WORK/profile2" \
 		--window-size=1280,800 --window-position=0,0 --start-maximized \
 		"file://$PWD/appliance/rootfs-overlay/opt/cloche/share/start.html" >"$WORK/chromium2.log" 2>&1 &
 	PGIDS+=($!)
 	find_start() { DISPLAY=$disp xdotool search --name '^cloche desktop' >/dev/null 2>&1; }
 	wait_for 60 find_start || { not_ok "host: Chromium shows the start page"; return; }
 	sleep 2
-	port2=$(free_port_from $((port + 1))) || { not_ok "host: a free port"; return; }
+	port2=$(free_port)
 	"$BIN" --display "$disp" --listen 127.0.0.1 --port "$port2" --screen-size 1024x640 \
 		--log-level debug 2>"$WORK/mcp2.log" &
 	PIDS+=($!)
 	wait_for 15 listening "$port2" || { not_ok "mcp-desktop --screen-size 1024x640 serves"; return; }
 	node "$CLIENT" --url "http://127.0.0.1:$port2/mcp" --width 1024 --height 640 \
-		--real-width 1280 --real-height 800 | sed 's/^\(not \)\{0,1\}ok - /&scaled 1024x640: /'
+		--real-width 1280 --real-height 800 | tap_prefix 'scaled 1024x640: '
 
 	# SIGTERM: both servers stop cleanly (under ASan: without leaks).
 	local pid status i
 	for i in 1 2; do
 		pid=${PIDS[${#PIDS[@]} - i]}
 		kill -TERM "$pid"
-		if wait_for 5 bash -c "! kill -0 $pid 2>/dev/null"; then
+		if wait_for 5 exited "$pid"; then
 			wait "$pid"
 			status=$?
 			check "SIGTERM: server $i exits 0 (status $status)" test "$status" = 0

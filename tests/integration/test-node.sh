@@ -51,7 +51,7 @@ img_port=$(free_port)
 "$NODE_BIN" --port "$img_port" --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
 	--pool-image-size 2 --runsc-root "$work/runsc" --connect-socket "$work/img.sock" >"$work/img-node.log" 2>&1 &
 img_pid=$!
-for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node.log" && break; sleep 0.1; done
+wait_for 10 grep -q '"serving"' "$work/img-node.log"
 pool_made() {
 	[[ "$(stat -f -c %T "$img_pool")" == btrfs && -d $img_pool/templates && -d $img_pool/sandboxes &&
 		-d $img_pool/checkpoints && -f $work/pool.img ]] &&
@@ -99,7 +99,7 @@ umount "$img_pool"
 "$NODE_BIN" --port 0 --credential-file "$work/cred" --pool "$img_pool" --pool-image "$work/pool.img" \
 	--pool-image-size 2 --runsc-root "$work/runsc" --connect-socket "$work/img.sock" >"$work/img-node2.log" 2>&1 &
 img_pid=$!
-for ((i = 0; i < 100; i++)); do grep -q '"serving"' "$work/img-node2.log" && break; sleep 0.1; done
+wait_for 10 grep -q '"serving"' "$work/img-node2.log"
 check "the next start mounts the existing image again" \
 	bash -c "[[ \$(stat -f -c %T '$img_pool') == btrfs ]] && ! grep -q 'pool image created' '$work/img-node2.log'"
 kill -TERM "$img_pid"; wait "$img_pid"
@@ -252,8 +252,8 @@ check "after the restart all $PAR still serve VNC and MCP ($up_serving)" test "$
 
 # SIGTERM: the agent exits cleanly and leaves sandboxes running.
 kill -TERM "$node_pid"
-for ((i = 0; i < 50; i++)); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
-check "SIGTERM stops cloche-node" bash -c "! kill -0 $node_pid 2>/dev/null"
+wait_for 5 exited "$node_pid"
+check "SIGTERM stops cloche-node" exited "$node_pid"
 wait "$node_pid" 2>/dev/null
 check "it exited 0" test $? = 0
 node_pid=

@@ -13,12 +13,12 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/sandbox.sh
+. tests/lib/s3.sh
 
 pre="${CLOCHE_TEST_PREFIX:-t}-l2-$$"
 node_setup "$pre"
 work=$NODE_WORK
-S3RVER=tests/e2e/node_modules/.bin/s3rver
-s3_port=$(free_port) s3_pid=
+s3_port=$(free_port) S3RVER_PID=
 A=$pre-a
 # The second agent: its own pool (a directory of the btrfs pool), runsc
 # root, port and socket.
@@ -37,7 +37,7 @@ cleanup() {
 		kill "$n2_pid" 2>/dev/null
 		wait "$n2_pid" 2>/dev/null
 	fi
-	[[ -z $s3_pid ]] || kill "$s3_pid" 2>/dev/null
+	[[ -z $S3RVER_PID ]] || kill "$S3RVER_PID" 2>/dev/null
 	node_cleanup
 	for t in "$POOL2"/templates/*; do [[ -e $t ]] && btrfs -q subvolume delete "$t" >/dev/null 2>&1; done
 	rm -rf "$POOL2" "$ROOT2"
@@ -46,16 +46,7 @@ trap cleanup EXIT
 node_preflight
 [[ -x $S3RVER ]] || { not_ok "s3rver is installed (scripts/install-deps.sh)"; tap_exit; }
 
-s3_start() {
-	NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$work/s3" -a 127.0.0.1 -p "$s3_port" \
-		--configure-bucket ckpt >>"$work/s3rver.log" 2>&1 &
-	s3_pid=$!
-	for ((i = 0; i < 100; i++)); do
-		curl -s -o /dev/null -m 1 "http://127.0.0.1:$s3_port/" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+s3_start() { s3rver_start "$work/s3" "$s3_port" ckpt "$work/s3rver.log"; }
 check "s3rver serves" s3_start
 export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER CLOCHE_S3_ATTEMPTS=2
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
@@ -70,11 +61,7 @@ n2_start() { # extra options...
 		--runsc-root "$ROOT2" --connect-socket "$work/node2.sock" "${S3OPTS[@]}" "$@" \
 		>>"$work/node2.log" 2>&1 &
 	n2_pid=$!
-	for ((i = 0; i < 100; i++)); do
-		curl -sf "http://127.0.0.1:$PORT2/healthz" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_for 10 quiet curl -sf "http://127.0.0.1:$PORT2/healthz"
 }
 api2() { # METHOD PATH [BODY]: as api, against the second agent
 	local saved=$NODE_BASE out
@@ -112,9 +99,9 @@ r=$(api POST "/v1/sandboxes/$A/hibernate")
 check "it hibernates on node 1" test "$(status_of "$r")" = 200
 
 # --- S3 unreachable during the offload
-kill "$s3_pid"
-wait "$s3_pid" 2>/dev/null
-s3_pid=
+kill "$S3RVER_PID"
+wait "$S3RVER_PID" 2>/dev/null
+S3RVER_PID=
 t0=$(now_ms)
 r=$(api POST "/v1/sandboxes/$A/offload")
 check "offload with S3 down: 503 within bounded time ($(($(now_ms) - t0)) ms)" \
@@ -128,7 +115,7 @@ s3_start
 node_stop
 node_start "${S3OPTS[@]}" --test-hooks upload=8000
 api POST "/v1/sandboxes/$A/offload" >/dev/null &
-for ((i = 0; i < 600; i++)); do grep -q '"point":"upload"' "$work/node.log" && break; sleep 0.1; done
+wait_for 60 grep -q '"point":"upload"' "$work/node.log"
 kill -9 "$node_pid"
 wait "$node_pid" 2>/dev/null
 node_pid=

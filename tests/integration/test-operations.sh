@@ -12,11 +12,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. tests/lib/sandbox.sh
 . tests/lib/stack.sh
 
-trap stack_cleanup EXIT
-node_preflight
+stack_init
 check "a portal, a node agent and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-ops-$$"
 KEY=$(stack_key ops)
 acq() { curl -s -m 200 -H "Authorization: Bearer $KEY" -d '{"ttl":900,"wait":180}' "$PORTAL/sbv1/acquire"; }
@@ -57,7 +55,6 @@ check "B, acquired after the backup, is unknown to the restored portal (404)" \
 check "... and its node destroys it" \
 	bash -c 'for ((i = 0; i < 150; i++)); do body_of "$(api GET /v1/sandboxes)" | jq -r ".sandboxes[].id" | grep -qx "$1" || exit 0; sleep 0.2; done; exit 1' _ "$NB"
 curl -s -H "Authorization: Bearer $KEY" -X POST "$PORTAL/sbv1/sandboxes/$A/release" >/dev/null
-check "A is released; the node holds nothing" \
-	bash -c 'for ((i = 0; i < 300; i++)); do [[ $(body_of "$(api GET /v1/sandboxes)" | jq ".sandboxes | length") == 0 ]] && exit 0; sleep 0.1; done; exit 1'
+check "A is released; the node holds nothing" wait_for 30 node_lists_none
 stack_down
 tap_exit

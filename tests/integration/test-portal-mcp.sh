@@ -12,12 +12,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. tests/lib/sandbox.sh
 . tests/lib/mcp.sh
 . tests/lib/stack.sh
 
-trap stack_cleanup EXIT
-node_preflight
+stack_init
 check "a portal, a node agent and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-pmcp-$$"
 U1=$(stack_key agent-1)
 U2=$(stack_key agent-2)
@@ -30,8 +28,7 @@ out=$(CLOCHE_CONFORMANCE_BEARER= mcp_conformance "$PORTAL/mcp" server-initialize
 check "... and without a key the suite cannot even initialize" grep -q '^not ok' <<<"$out"
 
 node tests/e2e/portal-mcp-test.mjs --portal "$PORTAL" --key "$U1" --other-key "$U2" 2>&1
-check "the node holds no sandbox afterwards" \
-	bash -c 'for ((i = 0; i < 300; i++)); do [[ $(body_of "$(api GET /v1/sandboxes)" | jq ".sandboxes | length") == 0 ]] && exit 0; sleep 0.1; done; exit 1'
+check "the node holds no sandbox afterwards" wait_for 30 node_lists_none
 check "the portal logged every tool call" \
 	bash -c '(($(grep -c "\"tools/call\"" "$1/portal.log") >= 10))' _ "$STACK_WORK"
 stack_down

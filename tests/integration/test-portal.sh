@@ -59,9 +59,7 @@ portal_start() {
 		--ttl-max 1h --wait-max 120s --memory-default-mb 512 --memory-max-mb 4096 "$@" \
 		>>"$work/portal.log" 2>&1 &
 	portal_pid=$!
-	local i
-	for ((i = 0; i < 100; i++)); do curl -sf "$PORTAL/healthz" >/dev/null && return 0; sleep 0.1; done
-	return 1
+	wait_for 10 curl -sf -o /dev/null "$PORTAL/healthz"
 }
 portal_stop() {
 	local rc=0
@@ -493,7 +491,7 @@ check "no row was left half-made" bash -c '[[ $(sqlite3 "$1" "SELECT COUNT(*) FR
 release_all
 sed -n 's/^\t\t{\(NULL\|"\([A-Z]*\)"\), "\([^"]*\)", h_[a-z_]*},$/\2 \3/p' portal/pt_api.c | sed 's/^ /ANY /' >"$work/routes"
 (cd tests/e2e && node portal-openapi-test.mjs --url "$PORTAL" --key "$ADMIN" --routes "$work/routes" --node-cred "$CLUSTER_CRED") |
-	sed 's/^\(not \)\{0,1\}ok - /&openapi: /'
+	tap_prefix 'openapi: '
 for m in acquire_seconds_bucket queue_wait_seconds_count queue_depth 'sandboxes{state="released"' node_up \
 	node_memory_bytes node_sandboxes lease_expiries_total; do
 	check "/metrics has cloche_portal_$m" bash -c 'curl -s "$1/metrics" | grep -q "^cloche_portal_$2"' _ "$PORTAL" "$m"

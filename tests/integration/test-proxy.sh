@@ -42,12 +42,12 @@ px_start() { # extra options...
 		--head-timeout 2s --read-timeout 3s --max-conns-client 1500 "$@" >>"$work/proxy.log" 2>&1 &
 	pxpid=$!
 	pids+=($pxpid)
-	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$admin/healthz" >/dev/null && return 0; sleep 0.1; done
+	wait_for 10 curl -sf -o /dev/null "http://127.0.0.1:$admin/healthz" && return 0
 	tail -n 5 "$work/proxy.log" | sed 's/^/# /'
 	return 1
 }
 check "the proxy starts" px_start
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$up/" && break; sleep 0.1; done
+wait_for 5 curl -s -o /dev/null "http://127.0.0.1:$up/"
 TA=$("$PX" --token-key-file "$work/key" token sb-a)
 TB=$("$PX" --token-key-file "$work/key" token sb-b)
 HA=80-sb-a.$D HB=80-sb-b.$D

@@ -14,15 +14,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-. tests/lib/sandbox.sh
 . tests/lib/stack.sh
 
 SECS=${RECORD_TEST_SECONDS:-30}
 QUICK=${RECORD_TEST_QUICK:-}
 [[ -n $QUICK ]] && SECS=6
 
-trap stack_cleanup EXIT
-node_preflight
+stack_init
 command -v ffprobe >/dev/null || { echo "Bail out! ffprobe is needed (apt-get install ffmpeg)"; exit 1; }
 check "a portal, a node agent and a proxy start" stack_up "${CLOCHE_TEST_PREFIX:-t}-rec-$$"
 U1=$(stack_key rec-1)

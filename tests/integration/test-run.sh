@@ -45,8 +45,8 @@ rm -f "$jar"
 # input; the desktop's first, while the start page's field is empty; the
 # browser's after the noVNC check below).
 export CLOCHE_MCP_BEARER=$token
-(cd tests/e2e && node mcp-desktop-test.mjs --url "${shell/8889-/8100-}") | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-desktop: /'
-(cd tests/e2e && node mcp-shell-test.mjs --url "$shell" --user agent --via-proxy 1) | sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-shell: /'
+(cd tests/e2e && node mcp-desktop-test.mjs --url "${shell/8889-/8100-}") | tap_prefix 'through the proxy: mcp-desktop: '
+(cd tests/e2e && node mcp-shell-test.mjs --url "$shell" --user agent --via-proxy 1) | tap_prefix 'through the proxy: mcp-shell: '
 unset CLOCHE_MCP_BEARER
 # A server of the user's inside the sandbox echoes the request it got: the
 # token reaches it nowhere (header, cookie, query), the rest does.
@@ -74,15 +74,15 @@ check "... with its other cookies and the proxy's X-Forwarded-* (not the client'
 
 # The printed link in a real browser: noVNC connects and shows the desktop,
 # and typing through it reaches the sandbox (its own ok/not ok lines).
-(cd tests/e2e && node novnc-test.mjs --url "$novnc") | sed 's/^\(not \)\{0,1\}ok - /&the make run link: /'
+(cd tests/e2e && node novnc-test.mjs --url "$novnc") | tap_prefix 'the make run link: '
 # The control lease in gVisor, through the proxy: two noVNC pages and
 # mcp-desktop with the token (take control, the agent refused, help
 # answered by the hand-back note; docs/vnc.md, Control).
 (cd tests/e2e && CLOCHE_MCP_BEARER=$token node novnc-control-test.mjs --url "$novnc" \
-	--mcp "${shell/8889-/8100-}" --at 40,640) | sed 's/^\(not \)\{0,1\}ok - /&in the sandbox: control: /'
+	--mcp "${shell/8889-/8100-}" --at 40,640) | tap_prefix 'in the sandbox: control: '
 # mcp-browser's suite last: it leaves Chromium on its test pages.
 CLOCHE_MCP_BEARER=$token bash -c 'cd tests/e2e && node mcp-browser-test.mjs --url "$1"' _ "${shell/8889-/7999-}" |
-	sed 's/^\(not \)\{0,1\}ok - /&through the proxy: mcp-browser: /'
+	tap_prefix 'through the proxy: mcp-browser: '
 check "the health port through the proxy says every service is ready" \
 	curl -sf -o /dev/null -H "Authorization: Bearer $token" "$health"
 check "without the token the proxy answers 401" \
@@ -121,7 +121,7 @@ check "cloche wake: ready again" bash -c '"$1" wake "$2" | grep -q "ready"' _ "$
 # A person's noVNC tab across a hibernation: it reconnects and that wakes it.
 vnc_link=$("$C" vnc "$cid")
 (cd tests/e2e && node novnc-wake-test.mjs --url "$vnc_link" --id "$cid" --cli "../../$C") |
-	sed 's/^\(not \)\{0,1\}ok - /&cloche vnc link: /'
+	tap_prefix 'cloche vnc link: '
 # Share links to the desktop: a view-only one shows it and drops the
 # viewer's input, a control one types; both open the desktop only; a revoked
 # or an expired one is refused.
@@ -129,9 +129,9 @@ view_link=$("$C" share "$cid" --ttl 600 --label watcher 2>/dev/null)
 check "cloche share: a view-only link to the desktop's host with a share token" \
 	bash -c '[[ $1 == http://6080-$2.*token=sh1.$2.* ]]' _ "$view_link" "$cid"
 (cd tests/e2e && node novnc-test.mjs --url "$view_link" --input none) |
-	sed 's/^\(not \)\{0,1\}ok - /&view-only share link: /'
+	tap_prefix 'view-only share link: '
 ctl_link=$("$C" share "$cid" --mode control --ttl 600 2>/dev/null)
-(cd tests/e2e && node novnc-test.mjs --url "$ctl_link") | sed 's/^\(not \)\{0,1\}ok - /&control share link: /'
+(cd tests/e2e && node novnc-test.mjs --url "$ctl_link") | tap_prefix 'control share link: '
 vtok=${view_link##*token=}
 check "a share link opens the desktop only: mcp-shell with its token is refused (403 share_port)" \
 	bash -c '[[ $(curl -s -H "Authorization: Bearer $1" "http://8889-$2.$3/mcp" | jq -r .error.code) == share_port ]]' _ "$vtok" "$cid" "$AIO_DOMAIN"

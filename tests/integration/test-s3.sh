@@ -13,10 +13,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
+. tests/lib/s3.sh
 
 BUILD=${BUILD:-build}
 NODE=$BUILD/bin/cloche-node
-S3RVER=tests/e2e/node_modules/.bin/s3rver
 AWS=${AWS:-/usr/bin/aws}
 [[ -x $AWS ]] || AWS=aws
 [[ -x $NODE ]] || { not_ok "$NODE is built"; tap_exit; }
@@ -32,13 +32,8 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(free_port)
-# s3rver makes continuation tokens with DES, which OpenSSL 3 keeps in its
-# legacy provider: without it every truncated list page is a 500.
-NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$work/data" -a 127.0.0.1 -p "$port" --configure-bucket ckpt >"$work/s3rver.log" 2>&1 &
-pids+=($!)
-up() { curl -s -o /dev/null -m 2 "http://127.0.0.1:$port/"; }
-started() { for _ in $(seq 100); do up && return 0; sleep 0.1; done; return 1; }
-check "s3rver serves on 127.0.0.1:$port" started
+check "s3rver serves on 127.0.0.1:$port" s3rver_start "$work/data" "$port" ckpt "$work/s3rver.log"
+pids+=("$S3RVER_PID")
 
 # Our client signs with its own secret (s3rver checks only the access key
 # of a SigV4 request), so that secret can be looked for on stderr.

@@ -19,18 +19,8 @@ REPO="$PWD"
 BUILD="$REPO/rootfs/build-template.sh"
 BIN_DIR="${CLOCHE_BIN_DIR:-$REPO/build/bin}"
 REAL_POOL="${CLOCHE_REAL_POOL:-/var/lib/cloche}"
-
-failures=0
-ok() { printf 'ok - %s\n' "$*"; }
-not_ok() {
-	printf 'not ok - %s\n' "$*"
-	failures=$((failures + 1))
-}
-check() { # description command...
-	local what="$1"
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+# shellcheck source=tests/lib/tap.sh
+. "$REPO/tests/lib/tap.sh"
 bail() {
 	not_ok "$*"
 	exit 1
@@ -56,6 +46,7 @@ unset CLOCHE_TEMPLATE_FAIL_AT CLOCHE_TEMPLATE_STALL_AT CLOCHE_TEMPLATE_KEEP
 . "$REPO/scripts/lib/pool.sh"
 
 bg_pid=""
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	[[ -z "$bg_pid" ]] || kill "$bg_pid" 2>/dev/null || true
 	if mountpoint -q "$CLOCHE_POOL" 2>/dev/null; then
@@ -252,7 +243,4 @@ check "prune: unused older templates are deleted once over the limit" \
 check "prune: the base under the kept template stays" is_ro "$T/desktop-base@$base_digest"
 
 echo "# $(grep -h '^template: built' "$WORK"/build1.err || true)"
-if ((failures > 0)); then
-	echo "# $failures check(s) failed"
-	exit 1
-fi
+tap_exit

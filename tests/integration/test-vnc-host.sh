@@ -7,33 +7,23 @@
 # authentication, view-only mode, viewer resize (noVNC's remote resize,
 # xrandr, mcp-desktop's size) and shutdown.
 #
-# Run from the repository root after `make`: BUILD=build (default) selects
-# the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
+# Run after `make`: BUILD=build (default; relative to the repository root)
+# selects the build directory.  Prints `ok - NAME` / `not ok - NAME` lines and exits
 # non-zero if any check failed.  Every process it starts is stopped on exit.
 # sanitize: yes
 # lane: host
 set -u -o pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. tests/lib/x11.sh
 
 BUILD=${BUILD:-build}
 VNC=$BUILD/bin/cloche-vnc
 CLIENT=$BUILD/tests/tools/vnc-client
 WIDTH=1280
 HEIGHT=800
-FAILED=0
 PIDS=()   # processes to stop, newest last
 PGIDS=()  # process groups (Chromium and its helpers)
-
-ok() { echo "ok - $1"; }
-not_ok() {
-	echo "not ok - $1"
-	[ $# -gt 1 ] && echo "#   $2"
-	FAILED=1
-}
-check() { # check NAME COMMAND...: ok if the command succeeds
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
 
 WORK=$(mktemp -d /tmp/test-vnc-host.XXXXXX)
 
@@ -56,7 +46,7 @@ cleanup() {
 	for pid in "${PGIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null; done
 	for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
 	wait 2>/dev/null
-	if [ "$FAILED" != 0 ] && [ -f "$WORK/vnc.log" ]; then
+	if [ "$TAP_FAILED" != 0 ] && [ -f "$WORK/vnc.log" ]; then
 		echo "# last lines of the cloche-vnc log:"
 		grep -v '"level":"debug"' "$WORK/vnc.log" | tail -15 | sed 's/^/#   /'
 	fi
@@ -64,31 +54,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-# wait_for SECONDS COMMAND...: polls the command every 0.1 s.
-wait_for() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $deadline ] && return 1
-		sleep 0.1
-	done
-}
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# free_ports BASE: the first N in BASE..BASE+99 with N and N+180 both free
-# (so RFB lands in 159xx and HTTP in 160xx/161xx).
-free_ports() {
-	local p
-	for p in $(seq "$1" $(($1 + 99))); do
-		if port_free "$p" && port_free $((p + 180)); then
-			echo "$p $((p + 180))"
-			return 0
-		fi
-	done
-	return 1
-}
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -127,14 +92,7 @@ check "a bad flag exits 2" test $? = 2
 "$VNC" --help | grep -q -- "--password-file"
 check "--help describes the flags" test $? = 0
 
-DISP=
-for n in $(seq 90 199); do
-	if [ ! -e "/tmp/.X11-unix/X$n" ] && [ ! -e "/tmp/.X$n-lock" ]; then
-		DISP=:$n
-		break
-	fi
-done
-[ -n "$DISP" ] || { not_ok "free X display"; exit 1; }
+DISP=$(x_free_display 90 199) || { not_ok "free X display"; exit 1; }
 Xvfb "$DISP" -screen 0 ${WIDTH}x${HEIGHT}x24 -nolisten tcp -noreset >"$WORK/xvfb.log" 2>&1 &
 XVFB_PID=$!
 PIDS+=("$XVFB_PID")
@@ -144,7 +102,7 @@ if ! wait_for 15 xdpyinfo -display "$DISP" >/dev/null 2>&1; then
 fi
 export DISPLAY=$DISP
 
-read -r RFB HTTP < <(free_ports 15900) || { not_ok "free ports"; exit 1; }
+read -r RFB HTTP < <(free_ports 2)
 "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB" --http-port "$HTTP" \
 	--log-level debug 2>"$WORK/vnc.log" &
 VNC_PID=$!
@@ -167,10 +125,7 @@ cat >"$WORK/page.html" <<'EOF'
 <div id=o style="font:48px sans-serif;margin-top:30px"></div></body></html>
 EOF
 PAGE="data:text/html;base64,$(base64 -w0 "$WORK/page.html")"
-CHROME_FLAGS=(--no-sandbox --disable-gpu --test-type --no-first-run
-	--disable-background-networking --disable-component-update --disable-sync
-	--disable-dev-shm-usage --password-store=basic)
-setsid chromium "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile" \
+setsid chromium "${X_CHROMIUM_FLAGS[@]}" --user-data-dir="$WORK/profile" \
 	--window-size=$WIDTH,$HEIGHT --window-position=0,0 "$PAGE" >"$WORK/chromium.log" 2>&1 &
 PGIDS+=($!)
 
@@ -251,7 +206,7 @@ code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HT
 check "paths outside the web directory are refused" test "$code" = 404
 
 # noVNC itself, in a browser, over the web port's WebSocket.
-timeout 60 chromium --headless "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile-headless" \
+timeout 60 chromium --headless "${X_CHROMIUM_FLAGS[@]}" --user-data-dir="$WORK/profile-headless" \
 	--window-size=1280,900 --virtual-time-budget=8000 --screenshot="$WORK/novnc.png" \
 	"http://127.0.0.1:$HTTP/" >"$WORK/headless.log" 2>&1 &
 HEADLESS_PID=$!
@@ -267,11 +222,10 @@ wait "$HEADLESS_PID" 2>/dev/null
 # noVNC in headless Chromium against the X clipboard, set and read with
 # xclip and with mcp-desktop's clipboard tools (the same selection module).
 MCP=$BUILD/bin/mcp-desktop
-MCP_PORT=$(for p in $(seq 18300 18399); do port_free "$p" && { echo "$p"; break; }; done)
+MCP_PORT=$(free_port)
 "$MCP" --display "$DISP" --listen 127.0.0.1 --port "$MCP_PORT" 2>"$WORK/mcp.log" &
 MCP_PID=$!
 PIDS+=("$MCP_PID")
-listening() { ! port_free "$1"; }
 wait_for 15 listening "$MCP_PORT" ||
 	not_ok "mcp-desktop starts beside cloche-vnc" "$(tail -3 "$WORK/mcp.log")"
 clip_test() { # clip_test HTTP_PORT [--off 1]: the e2e script's lines, indented
@@ -312,7 +266,7 @@ head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' a | xclip -selection clipboard 
 check "a copy over 1 MiB in the sandbox is not sent, with a log line" \
 	wait_for 5 log_has "the clipboard's new text was not read"
 
-read -r _ HTTP4 < <(free_ports 15950) || { not_ok "free ports"; exit 1; }
+HTTP4=$(free_port)
 CLOCHE_CLIPBOARD=off "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port 0 \
 	--http-port "$HTTP4" 2>"$WORK/vnc4.log" &
 PIDS+=($!)
@@ -371,17 +325,11 @@ fi
 # Both places are plain page background, right of the text.
 node tests/e2e/novnc-pointer-test.mjs --url "http://127.0.0.1:$HTTP/" --from 700,560 \
 	--to 1000,650 --pid "$VNC_PID" --out "$WORK" >"$WORK/pointer.txt" 2>&1
-while IFS= read -r line; do
-	case $line in
-	"ok - "*) ok "${line#ok - }" ;;
-	"not ok - "*) not_ok "${line#not ok - }" ;;
-	*) echo "$line" ;;
-	esac
-done <"$WORK/pointer.txt"
+tap_relay <"$WORK/pointer.txt"
 check "noVNC pointer test ran to the end" grep -q 'viewer A gets no ring' "$WORK/pointer.txt"
 
 # ---------------------------------------------------------------- auth, view-only
-read -r RFB2 _ < <(free_ports $((RFB + 1))) || { not_ok "free ports"; exit 1; }
+RFB2=$(free_port)
 printf 'secret12\n' >"$WORK/password"
 printf 'wrong\n' >"$WORK/wrong"
 "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB2" --http-port 0 \
@@ -416,7 +364,7 @@ check "no secret: a foreign Host gets 403" \
 check "no secret: a 300-character Host gets 403" \
 	test "$(ws_code "$HTTP" /websockify -H "Host: $(printf 'a%.0s' {1..300}).example.com")" = 403
 
-read -r RFB3 HTTP3 < <(free_ports $((RFB2 + 1))) || { not_ok "free ports"; exit 1; }
+read -r RFB3 HTTP3 < <(free_ports 2)
 SECRET=Zx9_k-2PqLmN4tVw8yB1cD0e
 CLOCHE_VNC_SECRET=$SECRET "$VNC" --display "$DISP" --listen 127.0.0.1 --rfb-port "$RFB3" \
 	--http-port "$HTTP3" --allowed-hosts '*.cloche.localhost' --log-level debug 2>"$WORK/vnc3.log" &
@@ -484,19 +432,12 @@ fi
 # by a second instance with --resize off; Chromium full-screen on it with a
 # page that puts where it was clicked into its title; mcp-desktop beside.
 resize_section() {
-	local disp2 n rfb5 http5 http6 wid5 vnc5 vnc6 mcp5 mcp5_port status
-	for n in $(seq $((${DISP#:} + 1)) 199); do
-		if [ ! -e "/tmp/.X11-unix/X$n" ] && [ ! -e "/tmp/.X$n-lock" ]; then
-			disp2=:$n
-			break
-		fi
-	done
-	[ -n "${disp2:-}" ] || { not_ok "a second free X display"; return; }
+	local disp2 rfb5 http5 http6 wid5 vnc5 vnc6 mcp5 mcp5_port status
+	disp2=$(x_free_display $((${DISP#:} + 1)) 199) || { not_ok "a second free X display"; return; }
 	Xvfb "$disp2" -screen 0 2560x1600x24 -nolisten tcp -noreset >"$WORK/xvfb2.log" 2>&1 &
 	PIDS+=($!)
 	wait_for 15 xdpyinfo -display "$disp2" >/dev/null 2>&1 || { not_ok "Xvfb 2560x1600 starts"; return; }
-	read -r rfb5 http5 < <(free_ports $((RFB3 + 1))) || { not_ok "free ports"; return; }
-	read -r _ http6 < <(free_ports $((rfb5 + 1))) || { not_ok "free ports"; return; }
+	read -r rfb5 http5 http6 < <(free_ports 3)
 	# (a libvncserver leak on every successful resize: see the suppressions file)
 	LSAN_OPTIONS=suppressions=$PWD/tests/integration/lsan-libvncserver.supp:print_suppressions=0 \
 		CLOCHE_VNC_RESIZE=on CLOCHE_VNC_SECRET=$SECRET "$VNC" --display "$disp2" --listen 127.0.0.1 \
@@ -518,13 +459,13 @@ resize_section() {
 <script>onmousedown = (e) => { document.title = 'C:' + e.clientX + ',' + e.clientY; };</script>
 </body></html>
 EOF2
-	DISPLAY=$disp2 setsid chromium "${CHROME_FLAGS[@]}" --user-data-dir="$WORK/profile5" \
+	DISPLAY=$disp2 setsid chromium "${X_CHROMIUM_FLAGS[@]}" --user-data-dir="$WORK/profile5" \
 		--window-size=1280,800 --window-position=0,0 \
 		"data:text/html;base64,$(base64 -w0 "$WORK/click.html")" >"$WORK/chromium5.log" 2>&1 &
 	PGIDS+=($!)
 	find_click_window() { wid5=$(DISPLAY=$disp2 xdotool search --name '^R:' 2>/dev/null | head -1) && [ -n "$wid5" ]; }
 	wait_for 60 find_click_window || { not_ok "Chromium shows the click page on $disp2"; return; }
-	mcp5_port=$(for p in $(seq 18400 18499); do port_free "$p" && { echo "$p"; break; }; done)
+	mcp5_port=$(free_port)
 	"$BUILD/bin/mcp-desktop" --display "$disp2" --listen 127.0.0.1 --port "$mcp5_port" 2>"$WORK/mcp5.log" &
 	mcp5=$!
 	PIDS+=("$mcp5")
@@ -550,13 +491,7 @@ EOF2
 		--off-url "http://127.0.0.1:$http6/" --display "$disp2" --default 1280x800 \
 		--window "$wid5" --mcp "http://127.0.0.1:$mcp5_port/mcp" --pid "$vnc5" \
 		--log "$WORK/vnc5.log" >"$WORK/resize.txt" 2>&1
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok "${line#ok - }" ;;
-		"not ok - "*) not_ok "${line#not ok - }" ;;
-		*) echo "$line" ;;
-		esac
-	done <"$WORK/resize.txt"
+	tap_relay <"$WORK/resize.txt"
 	check "noVNC resize test ran to the end" grep -q 'answers each SetDesktopSize' "$WORK/resize.txt"
 	grep '"msg":"desktop size requested"' "$WORK/vnc5.log" | sed -n 's/.*"width":\([0-9]*\),"height":\([0-9]*\).*"status":"\([^"]*\)".*"ms":\([0-9]*\).*/#   request \1x\2: \3 in \4 ms (server side)/p'
 	kill -TERM -- "-${PGIDS[-1]}" 2>/dev/null
@@ -578,7 +513,7 @@ fi
 # ---------------------------------------------------------------- shutdown
 kill -TERM "$VNC_PID"
 t0=$(date +%s%N)
-if wait_for 2 bash -c "! kill -0 $VNC_PID 2>/dev/null"; then
+if wait_for 2 exited "$VNC_PID"; then
 	wait "$VNC_PID"
 	status=$?
 	ms=$((($(date +%s%N) - t0) / 1000000))
@@ -597,7 +532,7 @@ check "the log has connect and disconnect lines with addresses" \
 # Losing the X server must end cloche-vnc with a non-zero status so that
 # its supervisor restarts it.
 kill -TERM "$XVFB_PID"
-if wait_for 5 bash -c "! kill -0 $VNC2_PID 2>/dev/null"; then
+if wait_for 5 exited "$VNC2_PID"; then
 	wait "$VNC2_PID"
 	status=$?
 	if [ $status != 0 ] && grep -q '"msg":"X connection lost' "$WORK/vnc2.log"; then
@@ -609,4 +544,4 @@ else
 	not_ok "losing the X server exits non-zero" "still running after 5 s"
 fi
 
-exit $FAILED
+tap_exit

@@ -17,6 +17,15 @@
 #                                         cloche-init runs only mcp-shell (boots in ~1 s)
 # Variables: CLUSTER_WORK (credential `cred`, logs n<I>.log), CLUSTER_CRED, CLUSTER_BR_IP
 # (10.89.0.1: give the portal this address), CLUSTER_POOL_<I> via cluster_pool I.
+#
+# cluster_start is not tests/lib/node.sh's node_start (which tests/lib/stack.sh
+# uses): every parameter of the agent differs (entered with nsenter, its host's
+# address on port 7070, its own pool, runsc root, socket and log, the shared
+# credential, its node name and heartbeat); what they share, the health wait,
+# is tap.sh's wait_for.  Nor is the portal stack.sh's: test-portal.sh starts
+# its own on the bridge address, with the cluster's credential and its
+# limits, and a proxy in every host.  scripts/lib/aio.sh says why make run's
+# appliance is a third start-up.
 
 CLUSTER_NODE_BIN=${CLOCHE_BUILD:-${BUILD:-build}}/bin/cloche-node
 CLUSTER_BR_IP=10.89.0.1
@@ -54,7 +63,7 @@ cluster_up() {
 }
 
 cluster_start() {
-	local i=$1 k
+	local i=$1
 	shift
 	nsenter --net="/var/run/netns/$(cluster_host "$i")" "$CLUSTER_NODE_BIN" \
 		--listen "$(cluster_ip "$i")" --port 7070 --credential-file "$CLUSTER_WORK/cred" \
@@ -63,11 +72,7 @@ cluster_start() {
 		${CLUSTER_PORTAL_URL:+--portal "$CLUSTER_PORTAL_URL"} --heartbeat-ms 500 "$@" \
 		>>"$CLUSTER_WORK/n$i.log" 2>&1 &
 	CLUSTER_PID[i]=$!
-	for ((k = 0; k < 100; k++)); do
-		curl -sf -m 1 "$(cluster_url "$i")/healthz" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_for 10 curl -sf -m 1 -o /dev/null "$(cluster_url "$i")/healthz" 2>/dev/null
 }
 
 cluster_kill() {
@@ -78,10 +83,10 @@ cluster_kill() {
 }
 
 cluster_stop() {
-	local pid=${CLUSTER_PID[$1]:-} k
+	local pid=${CLUSTER_PID[$1]:-}
 	[[ -n $pid ]] || return 0
 	kill -TERM "$pid" 2>/dev/null
-	for ((k = 0; k < 150; k++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	wait_for 15 exited "$pid"
 	wait "$pid" 2>/dev/null
 	CLUSTER_PID[$1]=
 }

@@ -24,20 +24,15 @@ node_start() {
 		--runsc-root "$CLOCHE_RUNSC_ROOT" --connect-socket "$NODE_WORK/node.sock" "$@" \
 		>>"$NODE_WORK/node.log" 2>&1 &
 	node_pid=$!
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -sf "$NODE_BASE/healthz" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_for 10 quiet curl -sf "$NODE_BASE/healthz"
 }
 
 # node_stop: SIGTERM, wait up to 10 s; returns the agent's exit status.
 node_stop() {
-	local i rc=0
+	local rc=0
 	[[ -n $node_pid ]] || return 0
 	kill -TERM "$node_pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
+	wait_for 10 exited "$node_pid"
 	wait "$node_pid" 2>/dev/null || rc=$?
 	node_pid=
 	return "$rc"
@@ -64,6 +59,10 @@ api() {
 status_of() { cut -d' ' -f1 <<<"$1"; }
 body_of() { cut -d' ' -f2- <<<"$1"; }
 quiet() { "$@" >/dev/null 2>&1; }
+
+# node_lists_none [JQ]: the agent lists no sandbox (JQ, default
+# `.sandboxes | length`, counts those that matter).
+node_lists_none() { [[ $(body_of "$(api GET /v1/sandboxes)" | jq "${1:-.sandboxes | length}") == 0 ]]; }
 
 # Nothing of sandbox $1 is left on the node: directory, netns pair, runsc
 # process and state, subvolume, cgroups (v1 controllers or v2), mounts.

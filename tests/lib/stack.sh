@@ -1,9 +1,11 @@
 # shellcheck shell=bash
 # A whole cloche installation on loopback for the end-to-end tests (needs
-# tests/lib/tap.sh and tests/lib/sandbox.sh): cloche-portal, one cloche-node
+# tests/lib/tap.sh; sources tests/lib/sandbox.sh): cloche-portal, one cloche-node
 # on the pool (heartbeating to the portal, with the proxy's admin URL and,
 # with --s3, an S3 API server (s3rver) for L2) and cloche-proxy in front.
 #
+#   stack_init               what a suite does first: stack_cleanup as the EXIT
+#                            trap, and node_preflight
 #   stack_up PREFIX [--s3]   starts them; sets PORTAL (URL), ADMIN (an admin key),
 #                            STACK_NODE_OPTS (array) adds options of the node agent,
 #                            STACK_WORK, and with --s3 the aws3/s3_keys helpers
@@ -15,10 +17,18 @@
 #   stack_cleanup            the EXIT trap: kills what runs, removes every
 #                            sandbox the node still has
 # Sandbox URLs are http://{port}-{id}.cloche.localhost:<proxy port>.
+#
+# Not built on scripts/lib/aio.sh (make run's appliance: fixed ports, system
+# directories, detached daemons with pid files; see there) and not the base
+# of tests/lib/cluster.sh (agents in network namespaces on their own pools;
+# see there).  The agent here is tests/lib/node.sh's, on the machine's pool.
 
+# shellcheck source=tests/lib/sandbox.sh
+. "$(dirname "${BASH_SOURCE[0]}")/sandbox.sh"
 STACK_PORTAL_BIN=${BUILD:-build}/bin/cloche-portal
 STACK_PROXY_BIN=${BUILD:-build}/bin/cloche-proxy
-STACK_S3RVER=tests/e2e/node_modules/.bin/s3rver
+# shellcheck source=tests/lib/s3.sh
+. "$(dirname "${BASH_SOURCE[0]}")/s3.sh"
 AWS=${AWS:-/usr/bin/aws} # Debian's awscli (a pyenv shim may come first on PATH)
 STACK_DOMAIN=cloche.localhost
 stack_portal_pid= stack_px_pid= stack_s3_pid=
@@ -31,8 +41,13 @@ s3_keys() {
 		tr '\t' '\n' | grep -v '^None$'
 }
 
+stack_init() {
+	trap stack_cleanup EXIT
+	node_preflight
+}
+
 stack_up() {
-	local pre=$1 s3=${2:-} i pport px_admin
+	local pre=$1 s3=${2:-} pport px_admin
 	node_setup "$pre"
 	STACK_PRE=$pre
 	STACK_WORK=$NODE_WORK
@@ -40,11 +55,10 @@ stack_up() {
 	PORTAL=http://127.0.0.1:$pport
 	local node_s3=()
 	if [[ $s3 == --s3 ]]; then
-		[[ -x $STACK_S3RVER && -x $AWS ]] || { echo "# s3rver and awscli are needed (scripts/install-deps.sh)"; return 1; }
+		[[ -x $S3RVER && -x $AWS ]] || { echo "# s3rver and awscli are needed (scripts/install-deps.sh)"; return 1; }
 		STACK_S3_PORT=$(free_port)
-		NODE_OPTIONS=--openssl-legacy-provider "$STACK_S3RVER" -d "$STACK_WORK/s3" -a 127.0.0.1 \
-			-p "$STACK_S3_PORT" --configure-bucket ckpt >>"$STACK_WORK/s3rver.log" 2>&1 &
-		stack_s3_pid=$!
+		s3rver_start "$STACK_WORK/s3" "$STACK_S3_PORT" ckpt "$STACK_WORK/s3rver.log"
+		stack_s3_pid=$S3RVER_PID
 		export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER
 		export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
 		export AWS STACK_S3_PORT
@@ -60,35 +74,31 @@ stack_up() {
 		--node-credential-file "$STACK_WORK/cred" --wait-timeout 120s --report-interval 1s \
 		>>"$STACK_WORK/proxy.log" 2>&1 &
 	stack_px_pid=$!
-	for ((i = 0; i < 100; i++)); do
-		curl -sf "$PORTAL/healthz" >/dev/null &&
-			{ [[ -z $stack_s3_pid ]] || curl -s -o /dev/null "http://127.0.0.1:$STACK_S3_PORT/"; } && break
-		sleep 0.1
-	done
+	wait_for 10 curl -sf -o /dev/null "$PORTAL/healthz"
 	node_start --listen 127.0.0.1 --portal "$PORTAL" --node-name "$pre" --advertise-url "$NODE_BASE" \
 		--proxy-domain "$STACK_DOMAIN" --proxy-admin "http://127.0.0.1:$px_admin" --max-sandboxes 6 \
 		"${node_s3[@]}" "${STACK_NODE_OPTS[@]}" || { echo "# cloche-node did not start: $STACK_WORK/node.log"; return 1; }
 	export -f api body_of
 	export NODE_BASE NODE_CRED NODE_WORK PORTAL
 	ADMIN=$("$STACK_PORTAL_BIN" --db "$STACK_WORK/portal.db" key-create stack-admin admin) || return 1
-	for ((i = 0; i < 100; i++)); do
-		[[ $(curl -s -H "Authorization: Bearer $ADMIN" "$PORTAL/sbv1/nodes" |
-			jq '[.nodes[] | select(.state == "up")] | length') == 1 ]] && return 0
-		sleep 0.1
-	done
+	wait_for 10 stack_node_up && return 0
 	echo "# the node did not register with the portal"
 	return 1
 }
 
+# The portal lists the node as up.
+stack_node_up() {
+	[[ $(curl -s -H "Authorization: Bearer $ADMIN" "$PORTAL/sbv1/nodes" |
+		jq '[.nodes[] | select(.state == "up")] | length') == 1 ]]
+}
+
 stack_portal_start() {
-	local i
 	"$STACK_PORTAL_BIN" --listen 127.0.0.1 --port "$STACK_PORTAL_PORT" --db "$STACK_WORK/portal.db" \
 		--token-key-file "$STACK_WORK/token.key" --node-credential-file "$STACK_WORK/cred" \
 		--proxy-url "http://{port}-{id}.$STACK_DOMAIN:$STACK_PX_PORT" --default-template desktop \
 		--heartbeat-interval 500ms --ttl-max 1h >>"$STACK_WORK/portal.log" 2>&1 &
 	stack_portal_pid=$!
-	for ((i = 0; i < 100; i++)); do curl -sf "$PORTAL/healthz" >/dev/null && return 0; sleep 0.1; done
-	return 1
+	wait_for 10 curl -sf -o /dev/null "$PORTAL/healthz"
 }
 
 stack_portal_stop() {

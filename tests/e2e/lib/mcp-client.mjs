@@ -1,34 +1,9 @@
-// Shared helpers for the MCP end-to-end clients: TAP-style output, the
-// official SDK client (Client + StreamableHTTPClientTransport), result
-// helpers, and raw JSON-RPC over HTTP for the bad-input checks that an SDK
-// client would refuse to send.
+// The one MCP client of the end-to-end scripts: the official SDK client
+// (Client + StreamableHTTPClientTransport), result helpers, and raw JSON-RPC
+// over HTTP for the bad-input checks that an SDK client would refuse to send.
+// (Their TAP lines and arguments: ./tap.mjs.)
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-
-export function parseArgs(argv = process.argv.slice(2)) {
-  const args = {};
-  for (let i = 0; i < argv.length; i++) {
-    const k = argv[i].replace(/^--/, '');
-    if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) args[k] = argv[++i];
-    else args[k] = true;
-  }
-  return args;
-}
-
-// ok/not ok lines that tests/lib and scripts/test.sh count.
-export const tap = {
-  failed: 0,
-  ok(name) { console.log(`ok - ${name}`); },
-  notOk(name, why) {
-    console.log(`not ok - ${name}${why ? ` (${String(why).slice(0, 300)})` : ''}`);
-    this.failed++;
-  },
-  check(cond, name, why) { if (cond) this.ok(name); else this.notOk(name, why); return !!cond; },
-  // Runs fn; a throw is a failure of `name`.
-  async step(name, fn) {
-    try { return await fn(); } catch (e) { this.notOk(name, e && e.message ? e.message : e); return undefined; }
-  },
-};
 
 // Through cloche-proxy every request carries the sandbox token: set
 // CLOCHE_MCP_BEARER and every test here sends it.
@@ -37,12 +12,13 @@ export function authHeaders() {
   return t ? { authorization: `Bearer ${t}` } : {};
 }
 
-// Connects the SDK client.  headers: extra HTTP headers on every request
-// (e.g. an Origin, as a browser-based client sends).  Returns the Client
-// (close it with close()).
-export async function connect(url, name = 'cloche-e2e', { headers } = {}) {
+// Connects the SDK client.  token: sent as `Authorization: Bearer TOKEN`
+// (a sandbox token, a portal key); headers: extra HTTP headers on every
+// request (e.g. an Origin, as a browser-based client sends).  Returns the
+// Client (close it with close()).
+export async function connect(url, name = 'cloche-e2e', { token, headers } = {}) {
   const client = new Client({ name, version: '1.0.0' });
-  const all = { ...authHeaders(), ...(headers || {}) };
+  const all = { ...authHeaders(), ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(headers || {}) };
   const requestInit = Object.keys(all).length ? { headers: all } : undefined;
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
   await client.connect(transport);

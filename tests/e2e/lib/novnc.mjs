@@ -3,6 +3,15 @@
 // noVNC's canvas, whose width and height are the remote framebuffer's.
 export const canvas = '#noVNC_container canvas';
 
+// Resolves once noVNC in page is connected: its canvas (the framebuffer's
+// size) at least min[0] x min[1]; rejects after ms.
+export function canvasReady(page, { ms = 30000, min = [640, 480] } = {}) {
+  return page.waitForFunction(([sel, w, h]) => {
+    const c = document.querySelector(sel);
+    return c && c.width >= w && c.height >= h;
+  }, [canvas, min[0], min[1]], { timeout: ms });
+}
+
 // Polls fn every 20 ms until it is true or ms have passed; the time it took, or -1.
 export async function within(ms, fn) {
   const t0 = Date.now();
