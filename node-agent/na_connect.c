@@ -7,6 +7,7 @@
 #include "node-agent/na_test.h"
 
 #include "common/log.h"
+#include "common/nodesock.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -73,63 +74,34 @@ static int read_line(int fd, char *buf, size_t cap)
 	return -1;
 }
 
-static void answer(int fd, int status, const char *msg)
-{
-	char line[320];
-	int n = snprintf(line, sizeof(line), "ERR %d %s\n", status, msg);
-
-	if (n > 0)
-		(void)send(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1,
-			   MSG_NOSIGNAL);
-}
-
-/* Sends "OK\n" with sock attached.  0 or -1. */
-static int send_fd(int fd, int sock)
-{
-	char data[] = "OK\n";
-	struct iovec iov = {.iov_base = data, .iov_len = 3};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	memset(u.buf, 0, sizeof(u.buf));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &sock, sizeof(int));
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == 3 ? 0 : -1;
-}
-
 static void serve(struct na_connect *c, int fd)
 {
-	char line[MAX_LINE], id[40], state[16], extra;
+	char line[MAX_LINE], id[NODESOCK_ID_SIZE], state[16];
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct err e = ERR_INIT;
 	AUTOCLOSE int sock = -1;
 	int port;
+	enum nodesock_verb verb;
 	uint64_t t0 = util_now_ms();
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == -1 ||
 	    (cred.uid != 0 && cred.uid != geteuid() && !(atomic_load(&c->shared) && cred.gid == c->group))) {
-		answer(fd, 403, "only root (or the socket's group) may connect into sandboxes");
+		nodesock_send_err(fd, 403, "only root (or the socket's group) may connect into sandboxes");
 		return;
 	}
 	if (read_line(fd, line, sizeof(line)) == -1) {
-		answer(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
+		nodesock_send_err(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
 		return;
 	}
-	if (sscanf(line, "SECRET %39s %c", id, &extra) == 1) {
+	verb = nodesock_parse_request(line, id, &port);
+	if (verb == NODESOCK_SECRET) {
 		/* The proxy supplies the desktop's VNC secret itself, so the
 		 * noVNC link from acquire opens it in one click. */
 		char secret[64], ok[80];
 
 		if (!na_valid_id(id) || !na_node_secret(c->node, id, secret, sizeof(secret))) {
-			answer(fd, 404, "no such sandbox");
+			nodesock_send_err(fd, 404, "no such sandbox");
 			return;
 		}
 		snprintf(ok, sizeof(ok), "OK %s\n", secret);
@@ -138,32 +110,32 @@ static void serve(struct na_connect *c, int fd)
 		explicit_bzero(ok, sizeof(ok));
 		return;
 	}
-	if (sscanf(line, "CONNECT %39s %d %c", id, &port, &extra) != 2) {
-		answer(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
+	if (verb != NODESOCK_CONNECT) {
+		nodesock_send_err(fd, 400, "send one line: CONNECT <id> <port>, or SECRET <id>");
 		return;
 	}
 	if (port < 1 || port > 65535 || !na_valid_id(id)) {
-		answer(fd, 400, "bad sandbox id or port");
+		nodesock_send_err(fd, 400, "bad sandbox id or port");
 		return;
 	}
 	na_test_pause(NA_HOOK_CONNECT);
 	if (!na_node_state(c->node, id, state, sizeof(state))) {
-		answer(fd, 404, "no such sandbox");
+		nodesock_send_err(fd, 404, "no such sandbox");
 		return;
 	}
 	if (strcmp(state, "ready") != 0) {
 		snprintf(line, sizeof(line), "sandbox is %s", state);
-		answer(fd, 409, line);
+		nodesock_send_err(fd, 409, line);
 		return;
 	}
 	sock = na_netns_connect(id, port, CONNECT_TIMEOUT_MS, &e);
 	if (sock == -1) {
-		answer(fd, e.code == ETIMEDOUT ? 504 : 502, e.msg);
+		nodesock_send_err(fd, e.code == ETIMEDOUT ? 504 : 502, e.msg);
 		log_info("port connect failed", "{s:s, s:i, s:i, s:s}", "id", id, "port", port,
 			 "pid", (int)cred.pid, "error", e.msg);
 		return;
 	}
-	if (send_fd(fd, sock) == -1)
+	if (nodesock_send_ok(fd, sock) == -1)
 		return;
 	log_debug("port connect", "{s:s, s:i, s:i, s:I}", "id", id, "port", port, "pid",
 		  (int)cred.pid, "ms", (json_int_t)(util_now_ms() - t0));
@@ -223,7 +195,7 @@ static void *accept_thread(void *arg)
 			pthread_mutex_lock(&c->mu);
 			c->active--;
 			pthread_mutex_unlock(&c->mu);
-			answer(fd, 503, "busy");
+			nodesock_send_err(fd, 503, "busy");
 			close(fd);
 			free(r);
 		}
@@ -339,17 +311,10 @@ int na_connect_request(const char *path, const char *id, int port, struct err *e
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	AUTOCLOSE int fd = -1;
-	char line[320], buf[320];
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-			    .msg_controllen = sizeof(u.b)};
-	struct cmsghdr *cm;
+	char line[NODESOCK_LINE_MAX], buf[NODESOCK_LINE_MAX];
+	const char *msg;
 	ssize_t n;
-	int sock = -1, status = 0, len;
+	int sock, status, len;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return err_set(e, 0, "socket path `%s` is too long", path);
@@ -357,26 +322,26 @@ int na_connect_request(const char *path, const char *id, int port, struct err *e
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
 		return err_set(e, errno, "connect to cloche-node at `%s`", path);
-	len = snprintf(line, sizeof(line), "CONNECT %s %d\n", id, port);
-	if (len < 0 || (size_t)len >= sizeof(line) || util_write_all(fd, line, (size_t)len) == -1)
+	len = nodesock_connect_line(line, sizeof(line), id, port);
+	if (len < 0 || util_write_all(fd, line, (size_t)len) == -1)
 		return err_set(e, errno, "send request");
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n == -1 && errno == EINTR);
+	n = nodesock_recv(fd, buf, sizeof(buf), &sock);
 	if (n <= 0)
 		return err_set(e, n == 0 ? 0 : errno, "no answer from cloche-node");
-	buf[n] = '\0';
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&sock, CMSG_DATA(cm), sizeof(int));
-	if (strncmp(buf, "OK\n", 3) == 0 && sock != -1)
-		return sock;
-	if (sock != -1)
-		close(sock);
-	buf[strcspn(buf, "\n")] = '\0';
-	if (sscanf(buf, "ERR %d", &status) == 1 && strlen(buf) > 8)
-		return err_http(e, status, "%s", buf + 8);
-	return err_set(e, 0, "unexpected answer `%.60s`", buf);
+	switch (nodesock_parse_answer(buf, &status, &msg)) {
+	case 1:
+		if (sock != -1)
+			return sock;
+		return err_set(e, 0, "cloche-node answered OK without a socket");
+	case 0:
+		if (sock != -1)
+			close(sock);
+		return err_http(e, status, "%s", msg);
+	default:
+		if (sock != -1)
+			close(sock);
+		return err_set(e, 0, "unexpected answer `%.60s`", buf);
+	}
 }
 
 int na_connect_relay_stdio(int fd, struct err *e)

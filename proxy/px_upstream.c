@@ -10,6 +10,7 @@
 #include "proxy/px_upstream.h"
 #include "proxy/px_rewrite.h"
 
+#include "common/nodesock.h"
 #include "common/sbtoken.h"
 
 #include <arpa/inet.h>
@@ -58,12 +59,12 @@ int px_upstream_new(struct px_conn *c, const struct px_rt_view *v, struct err *e
 	up->conn = c;
 	if (v->kind == PX_RT_LOCAL) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		char line[96];
-		int n = snprintf(line, sizeof(line), "CONNECT %s %d\n", v->sid, c->route.port);
+		char line[NODESOCK_LINE_MAX];
+		int n = nodesock_connect_line(line, sizeof(line), v->sid, c->route.port);
 
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->p->s.node_socket);
-		if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+		if (n < 0 || fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
 		    send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
 			err_http(e, 502, "cannot reach the node agent at %s: %s", sa.sun_path,
 				 strerror(errno));
@@ -228,33 +229,21 @@ enum px_step px_upstream_step_route(struct px_conn *c)
 static int node_answer(struct px_conn *c, enum px_step *out)
 {
 	struct px_up *up = c->up;
-	char data[256];
-	struct iovec iov = {.iov_base = data, .iov_len = sizeof(data) - 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm;
+	char data[NODESOCK_LINE_MAX];
+	const char *why;
 	ssize_t n;
-	int sock = -1, status = 502;
+	int sock = -1, status = 502, said;
 	char msg[300];
 
 	if (!up->rd)
 		return 0;
-	do
-		n = recvmsg(up->cfd, &mh, MSG_CMSG_CLOEXEC);
-	while (n == -1 && errno == EINTR);
+	n = nodesock_recv(up->cfd, data, sizeof(data), &sock);
 	if (n == -1 && errno == EAGAIN) {
 		up->rd = false;
 		return 0;
 	}
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&sock, CMSG_DATA(cm), sizeof(int));
-	data[n > 0 ? n : 0] = '\0';
-	if (n >= 3 && strncmp(data, "OK\n", 3) == 0 && sock >= 0) {
+	said = n > 0 ? nodesock_parse_answer(data, &status, &why) : -1;
+	if (said == 1 && sock >= 0) {
 		close(up->cfd); /* leaves the epoll set with it */
 		up->cfd = -1;
 		set_nonblock(sock);
@@ -271,11 +260,12 @@ static int node_answer(struct px_conn *c, enum px_step *out)
 	}
 	if (sock >= 0)
 		close(sock);
-	data[strcspn(data, "\n")] = '\0';
-	if (n > 4 && sscanf(data, "ERR %d", &status) == 1 && strlen(data) > 8)
-		snprintf(msg, sizeof(msg), "%s", data + 8);
-	else
+	if (said == 0) {
+		snprintf(msg, sizeof(msg), "%s", why);
+	} else {
+		status = 502;
 		snprintf(msg, sizeof(msg), "the node agent closed without an answer");
+	}
 	if (status == 404) {
 		/* The route was stale: ask the portal again once. */
 		px_rt_invalidate(c->w->p->routes, c->rt);

@@ -22,6 +22,7 @@ int main(void)
 	srunner_add_suite(sr, suite_b64());
 	srunner_add_suite(sr, suite_rnd());
 	srunner_add_suite(sr, suite_secret());
+	srunner_add_suite(sr, suite_nodesock());
 	srunner_add_suite(sr, suite_version());
 	srunner_add_suite(sr, suite_daemon());
 	srunner_add_suite(sr, suite_http1_head());
