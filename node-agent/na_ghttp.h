@@ -1,5 +1,6 @@
-/* HTTP/1.1 with the servers inside a sandbox (mcp-desktop, cloche-rec), on
- * a connection the caller opened into the sandbox's netns: one request,
+/* HTTP/1.1 with the servers inside a sandbox (cloche-init's health port,
+ * mcp-desktop, cloche-rec), on a connection the caller opened into the
+ * sandbox's netns: one request,
  * one answer with a Content-Length, the connection kept for the next one.
  * The caller closes it with a reset (SO_LINGER {1,0}), so no TIME_WAIT is
  * left inside to refuse a checkpoint (docs/hibernation.md). */

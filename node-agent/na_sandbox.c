@@ -6,6 +6,7 @@
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_ckpt.h"
 #include "node-agent/na_egress.h"
+#include "node-agent/na_ghttp.h"
 #include "node-agent/na_netns.h"
 #include "node-agent/na_runsc.h"
 #include "node-agent/na_spec.h"
@@ -495,50 +496,28 @@ int na_teardown(struct na_node *n, const char *id, struct err *e)
 
 int na_sandbox_get(const char *id, const char *path, struct buf *body)
 {
-	char req[256], head[4096];
 	struct err e = ERR_INIT;
 	AUTOCLOSE int fd = na_netns_connect(id, NA_HEALTH_PORT, 1000, &e);
+	size_t max = body ? body->max : 1 << 16;
+	AUTOBUF struct buf answer = BUF_INIT(max + 8192); /* the body and its head */
 	struct timeval tv = {2, 0};
 	struct linger lg = {1, 0};
-	size_t got = 0;
-	ssize_t r;
-	int status = 0, n;
-	char *end;
+	const char *got;
+	int status;
 
 	if (fd == -1)
 		return 0;
-	/* Closed with a reset whatever happens: the server answers HTTP/1.0
-	 * and closes first, which would leave a TIME_WAIT in the sandbox. */
+	/* Closed with a reset whatever happens: no TIME_WAIT is left in the
+	 * sandbox to refuse a checkpoint. */
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: sandbox\r\n\r\n", path);
-	if (n <= 0 || (size_t)n >= sizeof(req) || util_write_all(fd, req, (size_t)n) == -1)
+	status = na_ghttp_exchange(fd, "GET", path, NA_HEALTH_PORT, "", NULL, max, &answer, &got,
+				   &e);
+	if (status <= 0)
 		return 0;
-	for (;;) {
-		r = read(fd, head + got, sizeof(head) - 1 - got);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		head[got] = '\0';
-		if (!body && memchr(head, '\n', got))
-			break;
-		if (strstr(head, "\r\n\r\n") || got == sizeof(head) - 1)
-			break;
-	}
-	head[got] = '\0';
-	if (sscanf(head, "HTTP/%*d.%*d %d", &status) != 1)
+	if (body && buf_append(body, got, answer.len - (size_t)(got - answer.data), NULL) == -1)
 		return 0;
-	if (body) {
-		end = strstr(head, "\r\n\r\n");
-		if (end && buf_append(body, end + 4, got - (size_t)(end + 4 - head), NULL) == -1)
-			return 0;
-		while (end && (r = read(fd, req, sizeof(req))) > 0)
-			if (buf_append(body, req, (size_t)r, NULL) == -1)
-				return 0;
-	}
 	return status;
 }
 
