@@ -171,6 +171,39 @@ static int connect_command(struct cfg *c, char *const *args, size_t n)
 	return 0;
 }
 
+/* The pool's size limit, --pool-image-size in GiB, in bytes; -1 with e. */
+static long long pool_image_bytes(struct cfg *c, struct err *e)
+{
+	long long gib = cfg_int(c, "pool-image-size");
+
+	if (gib < 1 || gib > 1 << 20)
+		return err_set(e, 0, "--pool-image-size: give GiB, 1..1048576");
+	return gib << 30;
+}
+
+/* `cloche-node pool`: makes --pool usable (a btrfs directory, or the loop
+ * image --pool-image formatted and mounted there) and its directories, as
+ * the agent does when it starts; the shell side (scripts/lib/pool.sh) calls
+ * it.  Prints nothing when all is well. */
+static int pool_command(struct cfg *c, char *const *args, size_t n)
+{
+	struct err e = ERR_INIT;
+	long long bytes = pool_image_bytes(c, &e);
+
+	(void)args;
+	if (n != 1) {
+		fprintf(stderr, "usage: cloche-node [--pool DIR] [--pool-image FILE] "
+				"[--pool-image-size GIB] pool\n");
+		return 2;
+	}
+	if (bytes == -1 || na_btrfs_pool_ensure(cfg_str(c, "pool"), cfg_str(c, "pool-image"), bytes,
+						&e) == -1) {
+		fprintf(stderr, "cloche-node pool: %s\n", e.msg);
+		return 1;
+	}
+	return 0;
+}
+
 static void read_credential(struct na_main *a, const char *path)
 {
 	struct err e = ERR_INIT;
@@ -239,6 +272,7 @@ static int s3_command(struct cfg *c, char *const *args, size_t n)
 
 static const struct daemon_cmd commands[] = {
 	{"connect", "ID PORT", connect_command},
+	{"pool", "", pool_command},
 	{"s3", "...", s3_command},
 };
 
@@ -261,6 +295,7 @@ int main(int argc, char **argv)
 	struct na_main a;
 	struct hsrv_opts ho = {0};
 	struct na_node_opts no;
+	long long pool_bytes;
 	int rc;
 	struct na_connect *conn;
 	bool busy;
@@ -305,12 +340,10 @@ int main(int argc, char **argv)
 		err_set(&e, 0, "--proxy-admin: `%s` is not an http(s) URL", no.proxy_admin);
 		daemon_die(1, "bad configuration", &e);
 	}
-	if (cfg_int(c, "pool-image-size") < 1 || cfg_int(c, "pool-image-size") > 1 << 20) {
-		err_set(&e, 0, "--pool-image-size: give GiB, 1..1048576");
+	pool_bytes = pool_image_bytes(c, &e);
+	if (pool_bytes == -1)
 		daemon_die(1, "bad configuration", &e);
-	}
-	if (na_btrfs_pool_ensure(no.pool, cfg_str(c, "pool-image"),
-				 cfg_int(c, "pool-image-size") << 30, &e) == -1)
+	if (na_btrfs_pool_ensure(no.pool, cfg_str(c, "pool-image"), pool_bytes, &e) == -1)
 		daemon_die(1, "cannot set up the pool", &e);
 	if (lock_pool(no.pool, &e) == -1)
 		daemon_die(1, "cannot start", &e);

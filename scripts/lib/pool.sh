@@ -8,6 +8,8 @@
 #   CLOCHE_POOL_IMG   loop image used when the pool directory is not on btrfs
 #                                                (default /var/lib/cloche.img)
 #   CLOCHE_POOL_SIZE  apparent size of a new loop image (default 64G; sparse)
+#   CLOCHE_NODE_BIN   the cloche-node that sets the pool up (default: this
+#                     checkout's build/bin/cloche-node)
 #
 # Functions print nothing on success; on failure they print one line to
 # stderr saying what failed and return non-zero.  They never exit the caller.
@@ -31,75 +33,33 @@ pool_is_btrfs() {
 	[[ -d "$1" ]] && [[ "$(stat -f -c %T "$1" 2>/dev/null)" == btrfs ]]
 }
 
-# pool_ensure: make the pool usable.  When the pool directory is already on
-# btrfs it is used as it is; otherwise the loop image is created (sparse) if
-# missing, formatted, and mounted on the pool directory.  Safe to call any
-# number of times and from several processes at once (an flock beside the
-# image serialises the mount step).  Then the top-level directories exist.
-pool_ensure() {
-	local dir img size lock fd
-	dir="$(pool_dir)"
-	img="$(pool_img)"
-	size="${CLOCHE_POOL_SIZE:-64G}"
-
-	if ! pool_is_btrfs "$dir"; then
-		mkdir -p "$dir" "$(dirname "$img")" || pool_err "mkdir $dir" || return
-		lock="$img.lock"
-		exec {fd}>>"$lock" || pool_err "open lock $lock" || return
-		if ! flock -w 120 "$fd"; then
-			exec {fd}>&-
-			pool_err "timed out waiting for $lock"
-			return
-		fi
-		local rc=0
-		pool_mount_locked "$dir" "$img" "$size" || rc=$?
-		exec {fd}>&-
-		((rc == 0)) || return "$rc"
-	fi
-
-	mkdir -p "$dir/templates" "$dir/sandboxes" "$dir/checkpoints" ||
-		pool_err "create directories in $dir" || return
-	# Checkpoints hold memory images (secrets); sandboxes only need to be
-	# traversable by runsc's gofer.
-	if ! chmod 0755 "$dir/templates" || ! chmod 0711 "$dir/sandboxes" ||
-		! chmod 0700 "$dir/checkpoints"; then
-		pool_err "chmod directories in $dir"
-	fi
+# pool_node_bin: the cloche-node that sets the pool up (CLOCHE_NODE_BIN, or
+# this checkout's build).
+pool_node_bin() {
+	printf '%s\n' "${CLOCHE_NODE_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/bin/cloche-node}"
 }
 
-# pool_mount_locked DIR IMG SIZE: the mount half of pool_ensure, run under
-# its lock.  Another process may have mounted the pool meanwhile: check again.
-pool_mount_locked() {
-	local dir="$1" img="$2" size="$3"
-
-	pool_is_btrfs "$dir" && return 0
-	if mountpoint -q "$dir"; then
-		pool_err "$dir is a mount point of a $(stat -f -c %T "$dir") filesystem, not btrfs"
-		return
-	fi
-	# Mounting over a non-empty directory would hide what is in it.
-	if [[ -n "$(ls -A "$dir" 2>/dev/null)" ]]; then
-		pool_err "$dir is not on btrfs and not empty; move its contents away or set CLOCHE_POOL"
-		return
-	fi
-	if [[ ! -e "$img" ]]; then
-		command -v mkfs.btrfs >/dev/null || pool_err "mkfs.btrfs not found (apt-get install btrfs-progs)" || return
-		# Format a temporary name and rename: a crash between truncate and
-		# mkfs must not leave an image that looks ready.
-		local tmp="$img.tmp-$$"
-		if ! truncate -s "$size" "$tmp" ||
-			! mkfs.btrfs -q -L cloche "$tmp" >/dev/null; then
-			rm -f "$tmp"
-			pool_err "create btrfs image $img ($size)"
-			return
-		fi
-		mv -f "$tmp" "$img" || pool_err "rename $tmp to $img" || return
-	fi
-	# noatime: atime updates would rewrite metadata on every read and make
-	# snapshots diverge from their template for nothing.
-	mount -o loop,noatime "$img" "$dir" ||
-		pool_err "mount $img on $dir"
-	pool_is_btrfs "$dir" || pool_err "$dir is still not btrfs after mounting $img"
+# pool_ensure: make the pool usable.  When the pool directory is already on
+# btrfs it is used as it is; otherwise the loop image is created (sparse) if
+# missing, formatted, and mounted on the pool directory.  Then the top-level
+# directories exist.  Safe to call any number of times and from several
+# processes at once.  cloche-node does it (`cloche-node pool`, the same code
+# it runs when it starts), so the shell and the agent cannot disagree on
+# what a pool is: build it first (make).
+pool_ensure() {
+	local bin size gib
+	bin="$(pool_node_bin)"
+	size="${CLOCHE_POOL_SIZE:-64G}"
+	[[ -x "$bin" ]] || pool_err "$bin is not built yet (run make)" || return
+	case $size in
+	*[0-9]T) gib=$((${size%T} * 1024)) ;;
+	*[0-9]G) gib=${size%G} ;;
+	*) pool_err "CLOCHE_POOL_SIZE: give GiB as NNG or TiB as NNT, not \`$size'" || return ;;
+	esac
+	[[ $gib =~ ^[0-9]+$ ]] || pool_err "CLOCHE_POOL_SIZE: give GiB as NNG or TiB as NNT, not \`$size'" || return
+	"$bin" --log-level error --pool "$(pool_dir)" --pool-image "$(pool_img)" \
+		--pool-image-size "$gib" pool 2>&1 | sed 's/^cloche-node pool: /pool: /' >&2
+	return "${PIPESTATUS[0]}"
 }
 
 # pool_free_bytes: bytes still free for new data in the pool, as the kernel
