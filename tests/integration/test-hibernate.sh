@@ -165,11 +165,17 @@ for c in "${ids[@]}"; do gone "$c" || gone_all=0; done
 check "the children are removed completely" test "$gone_all" = 1
 
 # --- an open connection refuses the checkpoint, and the sandbox runs on
+# The holder says when it is connected: on a loaded machine python may take
+# longer to start than any fixed pause, and a connection that arrives in the
+# middle of the checkpoint is not the case under test.
+rm -f "$work/held"
 nsenter --net="/var/run/netns/R-$A" python3 -c '
-import socket, time
-s = socket.create_connection(("10.0.2.15", 8889)); time.sleep(30)' &
+import socket, sys, time
+s = socket.create_connection(("10.0.2.15", 8889))
+open(sys.argv[1], "w").close()
+time.sleep(30)' "$work/held" &
 holder=$!
-sleep 0.5
+wait_for 20 test -e "$work/held"
 r=$(api POST "/v1/sandboxes/$A/hibernate")
 check "an open connection through the interface refuses the checkpoint: 409" \
 	test "$(status_of "$r")" = 409
