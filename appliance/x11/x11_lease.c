@@ -26,6 +26,9 @@ socklen_t x11_lease_addr(const char *display, struct sockaddr_un *sa)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
+/* How long the rest of an answer line may take once it has begun. */
+#define LINE_REST_MS 5000
+
 int x11_lease_read(int fd, int timeout_ms, json_t **answer, struct err *e)
 {
 	char line[X11_LEASE_LINE_MAX];
@@ -34,13 +37,19 @@ int x11_lease_read(int fd, int timeout_ms, json_t **answer, struct err *e)
 	json_error_t je;
 
 	/* Byte by byte up to the newline: the server may send a second line
-	 * later on the same connection, which must stay unread. */
+	 * later on the same connection, which must stay unread.  The timeout
+	 * is for the line to begin: once a byte of it is read, returning 0
+	 * would lose that byte (the caller reads again, and would start in the
+	 * middle of the line), so the rest gets LINE_REST_MS, which the server,
+	 * writing the line at once, never needs on a machine that is alive. */
 	while (got < sizeof(line) - 1) {
 		uint64_t now = util_now_ms();
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		ssize_t n;
 		int r;
 
+		if (got > 0 && end < now + LINE_REST_MS)
+			end = now + LINE_REST_MS;
 		if (now >= end)
 			return 0;
 		r = poll(&p, 1, (int)(end - now));
@@ -48,6 +57,8 @@ int x11_lease_read(int fd, int timeout_ms, json_t **answer, struct err *e)
 			continue;
 		if (r == -1)
 			return err_set(e, errno, "control socket");
+		if (r == 0 && got > 0)
+			return err_set(e, ETIMEDOUT, "cloche-vnc sent part of an answer");
 		if (r == 0)
 			return 0;
 		n = read(fd, line + got, 1);

@@ -56,9 +56,10 @@ int x11_lease_act(const char *display, const char *tool, struct x11_lease_act *o
 int x11_lease_request(const char *display, json_t *req, int timeout_ms, json_t **answer,
 		      struct err *e);
 
-/* Reads one more answer line on fd within timeout_ms.  Returns 1 with
- * *answer set, 0 on timeout, -1 with e set when the connection failed or
- * closed. */
+/* Reads one more answer line on fd if it begins within timeout_ms.
+ * Returns 1 with *answer set, 0 when nothing came (nothing was read: call
+ * again), -1 with e set when the connection failed or closed, or a line
+ * that began did not end within a few seconds. */
 int x11_lease_read(int fd, int timeout_ms, json_t **answer, struct err *e);
 
 #endif

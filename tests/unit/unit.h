@@ -30,6 +30,7 @@ Suite *suite_netcheck(void);
 Suite *suite_marker(void);
 Suite *suite_lease(void);
 Suite *suite_size(void);
+Suite *suite_x11_lease(void);
 Suite *suite_recorder(void);
 Suite *suite_vnc_request(void);
 

@@ -14,6 +14,7 @@ int main(void)
 	srunner_add_suite(sr, suite_marker());
 	srunner_add_suite(sr, suite_lease());
 	srunner_add_suite(sr, suite_size());
+	srunner_add_suite(sr, suite_x11_lease());
 	srunner_add_suite(sr, suite_recorder());
 	srunner_add_suite(sr, suite_vnc_request());
 	srunner_run_all(sr, CK_NORMAL);
