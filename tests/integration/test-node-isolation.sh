@@ -170,7 +170,11 @@ t0=$(now_ms)
 out=$(mcp_call "$A" 8889 run_command '{"command":"timeout 120 tail /dev/zero; echo bomb-exit=$?","timeout_ms":140000}' 2>&1)
 echo "# memory bomb: $(($(now_ms) - t0)) ms: $(tr '\n' ' ' <<<"$out" | head -c 200)"
 check "the memory bomb is killed inside A (SIGKILL, exit 137)" grep -q "bomb-exit=137" <<<"$out"
-check "A is still healthy after the memory bomb" test "$(sb_health_code "$A")" = 200
+# Right after the bomb the health answer may be late (the sandbox gives its
+# memory back, and a loaded machine is slower at it): A must come back to
+# health, not answer within curl's 3 s on the first try.
+echo "# A's health right after the bomb: $(sb_health_code "$A")"
+check "A is healthy after the memory bomb (within 30 s)" sb_wait_ready "$A" 30
 check "the host never had to kill anything in A's cgroup" \
 	grep -qx "oom_kill 0" /sys/fs/cgroup/memory/"$A"/memory.oom_control
 check "cloche-init logged the kill" grep -q "out of memory: killed the largest process" \
