@@ -24,3 +24,14 @@ $(BUILD)/tests/unit-mcp: $(UNIT_MCP_OBJS) $(BUILD)/lib/libmcp.a $(COMMON_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread -lm
 
 TESTS += $(BUILD)/tests/unit-mcp
+
+# mcp-shell's tools through a real server on a thread, run_command and the
+# background processes with real process trees, the file and search tools on
+# a temporary directory (tests/unit/mcp-shell/, too deep for the glob too).
+UNIT_MSH_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/mcp-shell/*.c))
+$(BUILD)/tests/unit-mcp-shell: $(UNIT_MSH_OBJS) $(filter-out %/main.o,$(MCP_SHELL_OBJS)) \
+		$(BUILD)/lib/libmcp.a $(COMMON_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread -lm
+
+TESTS += $(BUILD)/tests/unit-mcp-shell
