@@ -1,7 +1,9 @@
-/* What the tool modules of mcp-browser share (tools.c has the element,
- * navigation, input and page tools; tools_more.c files, network, PDF and
- * coordinates): a call's context, the table entry of a tool, the helpers
- * that read arguments and finish an answer, the schema macros. */
+/* What the tool modules of mcp-browser share: a call's context, the table
+ * entry of a tool, the helpers that read arguments and finish an answer
+ * (tl_base.c), each group's table, the schema macros.  The groups are
+ * tl_nav.c (pages, tabs, the window), tl_page.c (reading the page),
+ * tl_mouse.c (the pointer), tl_form.c (the keyboard and form fields) and
+ * tl_wait.c (waits and dialogs); tools.c registers them all. */
 #ifndef CLOCHE_MCP_BROWSER_TOOLS_INT_H
 #define CLOCHE_MCP_BROWSER_TOOLS_INT_H
 
@@ -55,8 +57,12 @@ int tl_element(struct tl *t, const json_t *args, const char **ref, struct br_el 
 int tl_count(const json_t *args, const char *name, long long lo, long long hi, long long *v,
 	     struct err *e);
 
-/* tools_more.c's table and its length. */
-const struct tl_def *tl_more_defs(size_t *n);
+/* Each group's table and its length. */
+const struct tl_def *tl_nav_defs(size_t *n);
+const struct tl_def *tl_page_defs(size_t *n);
+const struct tl_def *tl_mouse_defs(size_t *n);
+const struct tl_def *tl_form_defs(size_t *n);
+const struct tl_def *tl_wait_defs(size_t *n);
 
 /* An element argument is `target` (playwright-mcp's name since 2026) or `ref`
  * (its name before), so neither can be in "required": saying "one of the
