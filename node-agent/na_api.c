@@ -67,6 +67,21 @@ static bool deny(struct agent *a, const struct hsrv_req *req, struct hsrv_resp *
 	return true;
 }
 
+/* Copies path parameter name of req into out; when it is too long to be a
+ * name this node gave, answers 404 and returns false. */
+static bool path_param(const struct hsrv_req *req, const char *name, char *out, size_t len,
+		       struct hsrv_resp *resp)
+{
+	const char *v = hsrv_req_param(req, name);
+
+	if (!v || strlen(v) >= len) {
+		hsrv_resp_error(resp, 404, "not_found", "no such resource");
+		return false;
+	}
+	snprintf(out, len, "%s", v);
+	return true;
+}
+
 static void resp_err(struct hsrv_resp *resp, const struct err *e)
 {
 	int st = e->http_status ? e->http_status : 500;
@@ -297,17 +312,12 @@ static void h_action(void *ud, const struct hsrv_req *req, struct hsrv_resp *res
 	struct agent *a = ud;
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
-	const char *pid = hsrv_req_param(req, "id"), *act = hsrv_req_param(req, "action");
+	const char *act = hsrv_req_param(req, "action");
 	char id[64];
 	int rc;
 
-	if (deny(a, req, resp))
+	if (deny(a, req, resp) || !path_param(req, "id", id, sizeof(id), resp))
 		return;
-	if (strlen(pid) >= sizeof(id)) {
-		hsrv_resp_error(resp, 404, "not_found", "no such resource");
-		return;
-	}
-	snprintf(id, sizeof(id), "%s", pid);
 	body = req->body_len ? cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e)
 			     : json_object();
 	if (!body) {
@@ -453,16 +463,10 @@ static void h_trace(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 static void h_thumbnail(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct agent *a = ud;
-	const char *pid = hsrv_req_param(req, "id");
 	char id[40], width[8] = "320";
 
-	if (deny(a, req, resp))
+	if (deny(a, req, resp) || !path_param(req, "id", id, sizeof(id), resp))
 		return;
-	if (strlen(pid) >= sizeof(id)) {
-		hsrv_resp_error(resp, 404, "not_found", "no such path");
-		return;
-	}
-	snprintf(id, sizeof(id), "%s", pid);
 	int wr = query_get(req->query, "width", width, sizeof(width));
 
 	if (wr == QUERY_ABSENT)
@@ -514,15 +518,9 @@ static void h_put(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	AUTOJSON json_t *body = NULL;
 	struct na_egress_policy pol;
 	char id[64];
-	const char *pid = hsrv_req_param(req, "id");
 
-	if (deny(a, req, resp))
+	if (deny(a, req, resp) || !path_param(req, "id", id, sizeof(id), resp))
 		return;
-	if (strlen(pid) >= sizeof(id)) {
-		hsrv_resp_error(resp, 404, "not_found", "no such resource");
-		return;
-	}
-	snprintf(id, sizeof(id), "%s", pid);
 	body = cj_parse(req->body, req->body_len, 1 << 16, CJ_MAX_DEPTH, &e);
 	if (!body) {
 		e.http_status = 400;

@@ -447,7 +447,7 @@ static const struct {
 	 "thumbnail(sb-1,640);"},
 	{"GET", "/v1/sandboxes/sb-1/thumbnail?width=abc", NULL, GOOD, 400, "number of pixels", ""},
 	{"GET", "/v1/sandboxes/sb-0123456789012345678901234567890123456789/thumbnail", NULL, GOOD,
-	 404, "no such path", ""},
+	 404, "no such resource", ""},
 	/* recordings and the trace */
 	{"GET", "/v1/sandboxes/sb-1/recordings", NULL, GOOD, 200, "\"recordings\":[]", "rec_list(sb-1);"},
 	{"GET", "/v1/sandboxes/sb-gone/recordings", NULL, GOOD, 410, "\"code\":\"gone\"",
