@@ -41,6 +41,15 @@ try {
   // these answers (401 the wrong key, 403 a user key's role probe at
   // /sbv1/nodes, 404/409 a thumbnail of a sandbox that is not running).
   page.on('console', (m) => { if (m.type() === 'error' && !/status of (401|403|404|409)\b/.test(m.text())) errors.push(m.text()); });
+  // The console names no URL: the answers of 500 and above are kept with
+  // theirs (and the error body) for the failure's message.
+  const bad = [];
+  page.on('response', async (r) => {
+    if (r.status() < 500) return;
+    let body = '';
+    try { body = (await r.text()).slice(0, 200); } catch { /* gone with its page */ }
+    bad.push(`${r.request().method()} ${r.url().replace(P, '')} -> ${r.status()} ${body}`);
+  });
 
   // --- login ---------------------------------------------------------------
   const res = await page.goto(`${P}/`);
@@ -225,7 +234,7 @@ try {
   await page.click('#logout');
   tap.check(await page.locator('#login').isVisible() && await page.evaluate(() => !sessionStorage.getItem('cloche.key')),
     'Log out forgets the key');
-  tap.check(errors.length === 0, 'no script errors on the page', errors.join(' | '));
+  tap.check(errors.length === 0, 'no script errors on the page', [...errors, ...bad].join(' | '));
 } catch (e) {
   tap.notOk('the dashboard test ran to its end', e && e.stack ? e.stack : e);
 } finally {

@@ -74,6 +74,8 @@ node tests/e2e/dashboard-test.mjs --portal "$PORTAL" --key "$U1" --sandbox "$A" 
 	--browser-url "$BURL" --desktop-url "$DURL" --other "$B" --admin "$ADMIN" --shots "$STACK_WORK/shots" 2>&1
 rc=$?
 check "tests/e2e/dashboard-test.mjs ran and passed (status $rc)" test "$rc" = 0
+# What the portal says of the pictures it could not get, when the page saw an error.
+[[ $rc == 0 ]] || grep -h '"thumbnail failed"' "$STACK_WORK/portal.log" | tail -n 5 | sed 's/^/# /'
 check "the screenshots are written (laptop, detail, recordings, phone, nodes) to $shots" \
 	bash -c '[[ $3 == 0 ]] || exit 1; for f in laptop detail recordings phone nodes; do
 		file "$1/dashboard-$f.png" | grep -q "PNG image data" && cp "$1/dashboard-$f.png" "$2/" || exit 1; done' \
