@@ -137,8 +137,18 @@ json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct e
 								"structuredContent"),
 						"control"));
 fail:
-	if (!out && !e->http_status)
-		e->http_status = 502;
+	if (!out && !e->http_status) {
+		/* The sandbox may have left ready meanwhile (hibernate, release,
+		 * fork): then the picture failed because of that, which is a 409
+		 * (or 404) like asking then, not a fault of the sandbox. */
+		if (!na_node_state(n, id, state, sizeof(state)))
+			err_http(e, 404, "no sandbox `%s`", id);
+		else if (strcmp(state, "ready") != 0)
+			err_http(e, 409, "sandbox `%s` became %s while its picture was taken", id,
+				 state);
+		else
+			e->http_status = 502;
+	}
 	json_decref(ans);
 	return out;
 }
