@@ -6,15 +6,15 @@
 #              no port 80: cloche-vnc, cloche-init, the proxy, S3 on the host)
 #   pool lane: the desktop template, then every other integration suite in
 #              order (they share the btrfs pool, its one cloche-node, port 80)
-# one after the other by default: on two cores, side by side measured slower
-# in all (docs/benchmarks.md), since nearly every step is bound by the CPU.
+# side by side by default.  On two cores the gain is small (about 87 against
+# 90 min here, docs/benchmarks.md): nearly every step is bound by the CPU.
 # Suites marked `# sanitize: yes` run a second time on the ASan+UBSan build.
 # Each step's output is printed whole when it ends, with its time; the run
 # ends with the table of times and one line "N passed, N failed", and exits
 # non-zero when anything failed.
 #
 #   CLOCHE_TESTS="boot vnc-host"   run only the integration suites matching these words
-#   CLOCHE_LANES=2                 the two lanes side by side (a machine with cores to spare)
+#   CLOCHE_LANES=1                 the two lanes one after the other (steps timed alone)
 #   CLOCHE_FUZZ_SECONDS (20)       how long each fuzz target runs
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -102,7 +102,7 @@ lane_pool() {
 	for t in $(suites pool); do run_suite "$t"; done
 }
 
-if [[ ${CLOCHE_LANES:-1} == 2 ]]; then
+if [[ ${CLOCHE_LANES:-2} == 2 ]]; then
 	lane_pool &
 	pool_pid=$!
 	lane_host
