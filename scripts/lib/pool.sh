@@ -51,12 +51,10 @@ pool_ensure() {
 	bin="$(pool_node_bin)"
 	size="${CLOCHE_POOL_SIZE:-64G}"
 	[[ -x "$bin" ]] || pool_err "$bin is not built yet (run make)" || return
-	case $size in
-	*[0-9]T) gib=$((${size%T} * 1024)) ;;
-	*[0-9]G) gib=${size%G} ;;
-	*) pool_err "CLOCHE_POOL_SIZE: give GiB as NNG or TiB as NNT, not \`$size'" || return ;;
-	esac
-	[[ $gib =~ ^[0-9]+$ ]] || pool_err "CLOCHE_POOL_SIZE: give GiB as NNG or TiB as NNT, not \`$size'" || return
+	[[ $size =~ ^([0-9]+)([GT])$ ]] ||
+		pool_err "CLOCHE_POOL_SIZE: give GiB as NNG or TiB as NNT, not \`$size'" || return
+	gib=${BASH_REMATCH[1]}
+	[[ ${BASH_REMATCH[2]} == T ]] && gib=$((gib * 1024))
 	"$bin" --log-level error --pool "$(pool_dir)" --pool-image "$(pool_img)" \
 		--pool-image-size "$gib" pool 2>&1 | sed 's/^cloche-node pool: /pool: /' >&2
 	return "${PIPESTATUS[0]}"
