@@ -117,6 +117,23 @@ static bool same_origin(const struct px_head *h)
 	return v.n == h->host.n && strncasecmp(v.p, h->host.p, v.n) == 0;
 }
 
+/* A request a page of another site, or of another sandbox under the same
+ * domain (Sec-Fetch-Site: same-site), made: a frame, an image, a script, a
+ * fetch.  A top-level navigation (a link followed, a bookmark) is not one of
+ * them.  Browsers that send no Sec-Fetch-* headers are judged by Origin
+ * alone. */
+static bool from_elsewhere(const struct px_head *h)
+{
+	const struct px_header *site = px_head_get(h, "sec-fetch-site");
+	const struct px_header *mode = px_head_get(h, "sec-fetch-mode");
+	const struct px_header *dest = px_head_get(h, "sec-fetch-dest");
+
+	if (!site || px_span_ieq(site->value, "same-origin") || px_span_ieq(site->value, "none"))
+		return false;
+	return !(mode && px_span_ieq(mode->value, "navigate") && dest &&
+		 px_span_ieq(dest->value, "document"));
+}
+
 static bool accepts_html(const struct px_head *h)
 {
 	const struct px_header *a = px_head_get(h, "accept");
@@ -182,7 +199,7 @@ static enum px_step on_request(struct px_conn *c)
 		return px_conn_answer(c, 404, "unknown_host",
 				      "this proxy serves {port}-{sandbox}.<domain> names only", NULL);
 	}
-	from = px_token_find(h, tok, sizeof(tok));
+	from = px_token_find(h, c->route.id, tok, sizeof(tok));
 	if (from == PX_TOKEN_NONE)
 		return px_conn_answer(c, 401, "token_required",
 				      "this sandbox wants its token: an Authorization: Bearer header, or "
@@ -222,6 +239,11 @@ static enum px_step on_request(struct px_conn *c)
 	if (from == PX_TOKEN_COOKIE && !same_origin(h))
 		return px_conn_answer(c, 403, "cross_origin",
 				      "a request from another origin may not use this sandbox's cookie",
+				      NULL);
+	if (from == PX_TOKEN_COOKIE && from_elsewhere(h))
+		return px_conn_answer(c, 403, "cross_site",
+				      "a page of another site or sandbox may not use this sandbox's cookie "
+				      "(only following a link to it may)",
 				      NULL);
 	if (from == PX_TOKEN_QUERY && !c->upgrade && h->body == PX_BODY_NONE &&
 	    (px_span_ieq(h->method, "GET") || c->head_method))

@@ -92,16 +92,43 @@ static bool cookie_is(struct px_span pair, const char *name, struct px_span *val
 	return true;
 }
 
-/* The value of cookie name in a Cookie header value. */
-static bool cookie_get(struct px_span v, const char *name, struct px_span *out)
+/* True when token t names sandbox id: "st1.<id>." or "sh1.<id>.". */
+static bool token_names(struct px_span t, const char *id)
 {
-	struct px_span pair;
-	size_t i = 0;
+	size_t n = strlen(id);
 
-	while (cookie_next(v, &i, &pair))
-		if (cookie_is(pair, name, out))
-			return true;
-	return false;
+	return id[0] && t.n > 5 + n && t.p[3] == '.' && strncmp(t.p + 4, id, n) == 0 &&
+	       t.p[4 + n] == '.';
+}
+
+/* The value of cookie name in the Cookie headers of h: the first one that
+ * names sandbox id (a browser sends every cookie of that name it holds for
+ * the host, and a page of another sandbox on the same domain can set one for
+ * the whole domain), else the first one. */
+static bool cookie_get(const struct px_head *h, const char *name, const char *id,
+		       struct px_span *out)
+{
+	struct px_span pair, v;
+	bool found = false;
+
+	for (size_t k = 0; k < h->nh; k++) {
+		size_t i = 0;
+
+		if (!px_span_ieq(h->h[k].name, "cookie"))
+			continue;
+		while (cookie_next(h->h[k].value, &i, &pair)) {
+			if (!cookie_is(pair, name, &v))
+				continue;
+			if (token_names(v, id)) {
+				*out = v;
+				return true;
+			}
+			if (!found)
+				*out = v;
+			found = true;
+		}
+	}
+	return found;
 }
 
 /* The value of query parameter name in a target, undecoded. */
@@ -139,16 +166,15 @@ static enum px_token_from copy(struct px_span s, enum px_token_from from, char *
 	return from;
 }
 
-enum px_token_from px_token_find(const struct px_head *h, char *out, size_t len)
+enum px_token_from px_token_find(const struct px_head *h, const char *id, char *out, size_t len)
 {
 	struct px_span t;
 
 	for (size_t i = 0; i < h->nh; i++)
 		if (px_span_ieq(h->h[i].name, "authorization") && bearer_token(h->h[i].value, &t))
 			return copy(t, PX_TOKEN_BEARER, out, len);
-	for (size_t i = 0; i < h->nh; i++)
-		if (px_span_ieq(h->h[i].name, "cookie") && cookie_get(h->h[i].value, PX_COOKIE, &t))
-			return copy(t, PX_TOKEN_COOKIE, out, len);
+	if (cookie_get(h, PX_COOKIE, id, &t))
+		return copy(t, PX_TOKEN_COOKIE, out, len);
 	if (query_get_span(h->target, "token", &t))
 		return copy(t, PX_TOKEN_QUERY, out, len);
 	return PX_TOKEN_NONE;
@@ -275,6 +301,26 @@ static int run_keep(struct run *r, const struct px_head *h, size_t i, struct buf
 /* Response headers the proxy does not pass on: hop-by-hop ones. */
 static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection", NULL};
 
+/* A Set-Cookie a sandbox may not send: one with a Domain attribute (it
+ * would reach every sandbox under the proxy's domain) or one named like the
+ * proxy's own cookie. */
+static bool cookie_refused(struct px_span v)
+{
+	size_t i = 0;
+	struct px_span a;
+	bool first = true;
+
+	while (cookie_next(v, &i, &a)) {
+		if (first && a.n >= sizeof(PX_COOKIE) && strncmp(a.p, PX_COOKIE "=", sizeof(PX_COOKIE)) == 0)
+			return true;
+		if (!first && a.n >= 6 && strncasecmp(a.p, "domain", 6) == 0 &&
+		    (a.n == 6 || a.p[6] == '=' || a.p[6] == ' ' || a.p[6] == '\t'))
+			return true;
+		first = false;
+	}
+	return false;
+}
+
 int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, struct buf *out,
 		    struct err *e)
 {
@@ -289,6 +335,8 @@ int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, 
 
 		for (const char *const *d = resp_dropped; *d && !drop; d++)
 			drop = px_span_ieq(x->name, *d);
+		if (px_span_ieq(x->name, "set-cookie"))
+			drop |= cookie_refused(x->value);
 		if (px_span_ieq(x->name, "content-length")) {
 			drop |= seen_cl;
 			seen_cl = true;

@@ -17,9 +17,10 @@
 enum px_token_from { PX_TOKEN_NONE, PX_TOKEN_BEARER, PX_TOKEN_COOKIE, PX_TOKEN_QUERY };
 
 /* The sandbox token of the request, by precedence bearer > cookie > query,
- * copied into out (len bytes).  Returns where it came from; NONE when no
- * place holds one (or one that does not fit). */
-enum px_token_from px_token_find(const struct px_head *h, char *out, size_t len);
+ * copied into out (len bytes).  Of several cookies, the one that names
+ * sandbox id (the host's) is taken.  Returns where it came from; NONE when
+ * no place holds one (or one that does not fit). */
+enum px_token_from px_token_find(const struct px_head *h, const char *id, char *out, size_t len);
 
 struct px_rewrite_opts {
 	const char *client_addr; /* the peer's address, for X-Forwarded-For */
@@ -34,7 +35,8 @@ struct px_rewrite_opts {
 int px_rewrite(const struct px_head *h, const struct px_rewrite_opts *o, struct buf *out,
 	       struct err *e);
 /* Appends the head sent to the client for the response head h: as the
- * server sent it but without hop-by-hop headers, with `Connection: close`
+ * server sent it but without hop-by-hop headers and without a Set-Cookie
+ * for the whole domain or of the proxy's own cookie, with `Connection: close`
  * when keep_alive is false (and `Connection: keep-alive` for an HTTP/1.0
  * client that keeps it).  0, or -1 with e set. */
 int px_rewrite_resp(const struct px_head *h, bool keep_alive, int client_minor, struct buf *out,

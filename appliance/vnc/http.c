@@ -164,6 +164,9 @@ static int respond_with(struct conn *c, int status, const char *reason, const ch
 		     "Content-Type: %s\r\n"
 		     "Content-Length: %lld\r\n"
 		     "X-Content-Type-Options: nosniff\r\n"
+		     "X-Frame-Options: DENY\r\n"
+		     "Content-Security-Policy: frame-ancestors 'none'\r\n"
+		     "Referrer-Policy: no-referrer\r\n"
 		     "Cache-Control: no-cache\r\n"
 		     "Connection: %s\r\n"
 		     "%s\r\n",

@@ -78,6 +78,24 @@ check "the cookie with another origin: 403" \
 	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Origin: http://$HB:$port")" = 403
 check "the cookie with its own origin: 200" \
 	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Origin: http://$HA:$port")" = 200
+check "the cookie in a frame or subresource of another sandbox's page (Sec-Fetch-Site: same-site): 403" \
+	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: same-site" \
+		-H "Sec-Fetch-Mode: navigate" -H "Sec-Fetch-Dest: iframe")" = 403
+check "... or of another site's (cross-site, no-cors): 403" \
+	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: cross-site" \
+		-H "Sec-Fetch-Mode: no-cors" -H "Sec-Fetch-Dest: image")" = 403
+check "... but following a link from another site to it: 200" \
+	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: cross-site" \
+		-H "Sec-Fetch-Mode: navigate" -H "Sec-Fetch-Dest: document")" = 200
+check "... and its own pages' requests: 200" \
+	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: same-origin" \
+		-H "Sec-Fetch-Mode: cors" -H "Sec-Fetch-Dest: empty")" = 200
+check "a domain-wide cloche_token another sandbox set does not lock A out (the browser sends both)" \
+	test "$(code "$HA" /echo -H "Cookie: cloche_token=$TB; cloche_token=$TA")" = 200
+hdrs=$(c "$HA" -D - -o /dev/null -H "Authorization: Bearer $TA" "http://$HA:$port/cookies?domain=$D")
+check "a sandbox's own cookies pass; none for the whole domain and none named cloche_token" \
+	bash -c 'grep -qi "^set-cookie: own=1" <<<"$1" && ! grep -qi "^set-cookie: wide=" <<<"$1" &&
+		! grep -qi "^set-cookie: cloche_token" <<<"$1"' _ "$hdrs"
 
 # --- what the upstream receives ----------------------------------------------
 e=$(c "$HA" -H "Authorization: Bearer $TA" -H "Cookie: theme=dark; cloche_token=$TA; z=1" \

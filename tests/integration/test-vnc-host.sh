@@ -199,6 +199,11 @@ page=$(curl -s -D - "http://127.0.0.1:$HTTP/vnc.html")
 check "GET /vnc.html serves noVNC with cloche's defaults" \
 	bash -c 'grep -q "^HTTP/1.1 200" <<<"$1" && grep -qi "^Content-Type: text/html" <<<"$1" &&
 		grep -q "cloche-vnc" <<<"$1" && grep -q "noVNC" <<<"$1"' _ "$page"
+check "no page of the desktop can be framed by another site (X-Frame-Options, CSP frame-ancestors)" \
+	bash -c 'grep -qi "^X-Frame-Options: DENY" <<<"$1" &&
+		grep -qi "^Content-Security-Policy: frame-ancestors .none." <<<"$1"' _ "$page"
+check "... nor does the link with the secret leak it as a referrer" \
+	grep -qi '^Referrer-Policy: no-referrer' <<<"$hdrs"
 js=$(curl -s -D - -o /dev/null "http://127.0.0.1:$HTTP/core/rfb.js")
 check "JavaScript modules are served as application/javascript" \
 	grep -qi '^Content-Type: application/javascript' <<<"$js"

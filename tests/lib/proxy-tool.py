@@ -132,6 +132,16 @@ class Upstream(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if path == "/cookies":
+            # What a sandbox's server might send: a cookie of its own host,
+            # one for the whole domain, and one named like the proxy's.
+            self.send_response(200)
+            self.send_header("Set-Cookie", "own=1; Path=/; HttpOnly")
+            self.send_header("Set-Cookie", "wide=1; Path=/; Domain=" + q.get("domain", "x"))
+            self.send_header("Set-Cookie", "cloche_token=st1.forged.x; Path=/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if path == "/once":
             self.doomed = True
             return self.reply(200, b"once\n", "text/plain")

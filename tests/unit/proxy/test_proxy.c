@@ -175,16 +175,37 @@ START_TEST(token_places)
 
 	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Cookie: a=b; cloche_token=st1.c.m\r\n"
 	      "Authorization: Bearer st1.b.m\r\n\r\n", &h);
-	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_BEARER);
+	ck_assert_int_eq(px_token_find(&h, "", t, sizeof(t)), PX_TOKEN_BEARER);
 	ck_assert_str_eq(t, "st1.b.m");
 	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Cookie: a=b; cloche_token=st1.c.m\r\n\r\n", &h);
-	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_COOKIE);
+	ck_assert_int_eq(px_token_find(&h, "", t, sizeof(t)), PX_TOKEN_COOKIE);
 	ck_assert_str_eq(t, "st1.c.m");
 	parse("GET /a?x=1&token=st1.q.m HTTP/1.1\r\n" H "Authorization: Basic eA==\r\n\r\n", &h);
-	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_QUERY);
+	ck_assert_int_eq(px_token_find(&h, "", t, sizeof(t)), PX_TOKEN_QUERY);
 	ck_assert_str_eq(t, "st1.q.m");
 	parse("GET /a?mytoken=st1.q.m HTTP/1.1\r\n" H "Cookie: xcloche_token=st1.c\r\n\r\n", &h);
-	ck_assert_int_eq(px_token_find(&h, t, sizeof(t)), PX_TOKEN_NONE);
+	ck_assert_int_eq(px_token_find(&h, "", t, sizeof(t)), PX_TOKEN_NONE);
+}
+END_TEST
+
+/* A page of another sandbox on the same domain can set a cloche_token for
+ * the whole domain; the browser then sends both, in an order of its own. */
+START_TEST(token_cookie_of_this_sandbox)
+{
+	struct px_head h;
+	char t[128];
+
+	parse("GET / HTTP/1.1\r\n" H "Cookie: cloche_token=st1.evil.m; a=b\r\n"
+	      "Cookie: cloche_token=st1.mine.m\r\n\r\n", &h);
+	ck_assert_int_eq(px_token_find(&h, "mine", t, sizeof(t)), PX_TOKEN_COOKIE);
+	ck_assert_str_eq(t, "st1.mine.m");
+	parse("GET / HTTP/1.1\r\n" H "Cookie: cloche_token=st1.mine2.m; cloche_token=sh1.mine.s.v.9.m\r\n\r\n",
+	      &h);
+	ck_assert_int_eq(px_token_find(&h, "mine", t, sizeof(t)), PX_TOKEN_COOKIE);
+	ck_assert_str_eq(t, "sh1.mine.s.v.9.m");
+	/* none names it: the first, which the proxy then refuses as another's */
+	ck_assert_int_eq(px_token_find(&h, "other", t, sizeof(t)), PX_TOKEN_COOKIE);
+	ck_assert_str_eq(t, "st1.mine2.m");
 }
 END_TEST
 
@@ -892,6 +913,13 @@ static const struct {
 	 "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"},
 	{"HTTP/1.1 404 Not  Found \r\nX-Empty:\r\n\r\n", true, 0,
 	 "HTTP/1.1 404 Not  Found \r\nX-Empty:\r\nConnection: keep-alive\r\n\r\n"},
+	/* a sandbox sets cookies for its own host only, and never the proxy's */
+	{"HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/; Domain=.cloche.example\r\n"
+	 "Set-Cookie: b=2; domain = x\r\nSet-Cookie: c=3; Path=/; HttpOnly\r\n"
+	 "Set-Cookie: cloche_token=st1.x.m; Path=/\r\nSet-Cookie: d=4;DOMAIN\r\n"
+	 "Set-Cookie: e=domain=5; Max-Age=9; mydomain=x\r\n\r\n", true, 1,
+	 "HTTP/1.1 200 OK\r\nSet-Cookie: c=3; Path=/; HttpOnly\r\n"
+	 "Set-Cookie: e=domain=5; Max-Age=9; mydomain=x\r\n\r\n"},
 };
 
 START_TEST(resp_rewrite_table)
@@ -939,6 +967,7 @@ int main(void)
 	tcase_add_test(tc, head_too_many);
 	tcase_add_loop_test(tc, host_table, 0, (int)(sizeof(hosts) / sizeof(hosts[0])));
 	tcase_add_test(tc, token_places);
+	tcase_add_test(tc, token_cookie_of_this_sandbox);
 	tcase_add_test(tc, rewrite_hides_the_token);
 	tcase_add_loop_test(tc, target_table, 0, (int)(sizeof(targets) / sizeof(targets[0])));
 	tcase_add_loop_test(tc, chunk_whole, 0, (int)NELEM(chunks_ok));
