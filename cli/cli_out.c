@@ -1,12 +1,14 @@
 /* The CLI's output helpers; see cli_out.h. */
 #include "cli/cli_out.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void cli_reltime(const char *iso, long long now_ms, char *out, size_t len)
 {
@@ -152,12 +154,60 @@ int cli_fail(int code, const char *fmt, ...)
 	return code;
 }
 
+int cli_term_escape(struct buf *b, const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	struct err e = ERR_INIT;
+	char hex[8];
+	size_t i = 0, run = 0;
+
+	while (i < n) {
+		size_t skip = 0;
+
+		if ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f) {
+			snprintf(hex, sizeof(hex), "\\x%02x", u[i]);
+			skip = 1;
+		} else if (u[i] == 0xc2 && i + 1 < n && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
+			snprintf(hex, sizeof(hex), "\\u%04x", u[i + 1]);
+			skip = 2;
+		}
+		if (!skip) {
+			i++;
+			continue;
+		}
+		if (buf_append(b, p + run, i - run, &e) == -1 || buf_appends(b, hex, &e) == -1)
+			return -1;
+		i += skip;
+		run = i;
+	}
+	return buf_append(b, p + run, n - run, &e);
+}
+
+int cli_term_write(FILE *f, const char *p, size_t n)
+{
+	struct buf b = BUF_INIT(4 * n + 1);
+	int rc = 0;
+
+	if (!isatty(fileno(f)))
+		return fwrite(p, 1, n, f) == n ? 0 : -1;
+	if (cli_term_escape(&b, p, n) == -1) {
+		errno = ENOMEM;
+		rc = -1;
+	} else if (b.len && fwrite(b.data, 1, b.len, f) != b.len) {
+		rc = -1;
+	}
+	buf_free(&b);
+	return rc;
+}
+
 void cli_print_json(const json_t *v)
 {
 	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
-	if (s)
-		puts(s);
+	if (s) {
+		cli_term_write(stdout, s, strlen(s));
+		putchar('\n');
+	}
 	free(s);
 }
 
@@ -166,6 +216,6 @@ void cli_print_rows(const char *const *h, size_t n, json_t *rows)
 	struct buf b = BUF_INIT(16u << 20);
 
 	cli_table(&b, h, n, rows);
-	fputs(buf_str(&b), stdout);
+	cli_term_write(stdout, b.data ? b.data : "", b.len);
 	buf_free(&b);
 }

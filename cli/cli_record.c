@@ -54,7 +54,11 @@ static int save_to(const char *fname, const struct buf *b)
 	bool out = strcmp(fname, "-") == 0;
 	FILE *f = out ? stdout : fopen(fname, "wb");
 
-	if (!f || fwrite(b->data ? b->data : "", 1, b->len, f) != b->len || (!out && fclose(f) != 0))
+	/* On a terminal, the bytes are the agent's (the trace is its own
+	 * account): cli_term_write shows its control characters. */
+	if (!f || (out ? cli_term_write(f, b->data ? b->data : "", b->len) == -1
+		       : fwrite(b->data ? b->data : "", 1, b->len, f) != b->len) ||
+	    (!out && fclose(f) != 0))
 		return cli_fail(1, "write `%s`: %s", fname, strerror(errno));
 	if (!out)
 		fprintf(stderr, "cloche: %s: %zu bytes\n", fname, b->len);

@@ -148,6 +148,19 @@ check "cloche download saves the same MP4" \
 	_ "$CLI" "$U1" "$SB" "$REC" "$work"
 check "cloche trace prints the trace" \
 	bash -c '(($("$1" --url "$PORTAL" --api-key "$2" trace "$3" | wc -l) >= $(wc -l <"$4")))' _ "$CLI" "$U1" "$SB" "$work/trace.jsonl"
+# The trace is the agent's own account, and the agent can write anything
+# into it: on a terminal the CLI shows control characters instead of
+# sending them (a pty from script(1)); a pipe still gets the exact bytes.
+cat >"$work/forge.json" <<'EOF'
+{"command":"printf '\\033]0;pwned\\007\\033[2Jforged\\n' >> /var/lib/cloche/trace/trace.jsonl"}
+EOF
+mcp "$SID" 8889 run_command "$(cat "$work/forge.json")" >/dev/null
+script -qec "$CLI --url $PORTAL --api-key $U1 trace $SB" /dev/null >"$work/trace-tty.txt" 2>&1
+esc=$'\x1b'
+check "cloche trace on a terminal shows the agent's escape sequences instead of sending them" \
+	bash -c 'grep -qF "\x1b]0;pwned\x07\x1b[2Jforged" "$1" && ! grep -qF "$2" "$1"' _ "$work/trace-tty.txt" "$esc"
+check "... and into a pipe as they are" \
+	bash -c '"$1" --url "$PORTAL" --api-key "$2" trace "$3" | grep -qF "$4]0;pwned"' _ "$CLI" "$U1" "$SB" "$esc"
 check "cloche record on an unknown sandbox: exit 3 (not found)" \
 	bash -c '"$1" --url "$PORTAL" --api-key "$2" record sb-0000000000000000 2>/dev/null; (($? == 3))' _ "$CLI" "$U1"
 

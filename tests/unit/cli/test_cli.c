@@ -79,6 +79,22 @@ START_TEST(precedence)
 }
 END_TEST
 
+/* What the agent wrote must not act on the operator's terminal. */
+START_TEST(term_escape)
+{
+	static const char in[] = "ok\tline\n\x1b]0;pwned\x07\x1b[2J\rX\x7f \xc2\x9b" "31m \xc2\xa0\xc3\xa9";
+	struct buf b = BUF_INIT(4 * sizeof(in));
+
+	ck_assert_int_eq(cli_term_escape(&b, in, sizeof(in) - 1), 0);
+	ck_assert_str_eq(buf_str(&b), "ok\tline\n\\x1b]0;pwned\\x07\\x1b[2J\\x0dX\\x7f \\u009b31m \xc2\xa0\xc3\xa9");
+	buf_free(&b);
+	/* a lone 0xc2 at the end is left as it is (not a C1 control) */
+	ck_assert_int_eq(cli_term_escape(&b, "a\xc2", 2), 0);
+	ck_assert_int_eq(b.len, 2);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(reltime)
 {
 	char o[32];
@@ -283,6 +299,7 @@ int main(void)
 	tcase_add_test(tc, args);
 	tcase_add_test(tc, cmd_table);
 	tcase_add_test(tc, cmd_help);
+	tcase_add_test(tc, term_escape);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
