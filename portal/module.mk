@@ -34,7 +34,7 @@ BINS += $(BUILD)/bin/cloche-portal
 # Unit tests (tests/unit/portal/), linked with the modules they test.
 UNIT_PORTAL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/portal/*.c)) \
 	$(BUILD)/obj/portal/pt_state.o $(BUILD)/obj/portal/pt_store.o $(BUILD)/obj/portal/pt_auth.o \
-	$(BUILD)/obj/portal/pt_policy.o $(BUILD)/obj/portal/openapi.o
+	$(BUILD)/obj/portal/pt_policy.o $(BUILD)/obj/portal/openapi.o $(BUILD)/obj/portal/pt_desk.o
 $(BUILD)/obj/tests/unit/portal/%.o: CFLAGS += $(call pc_cflags,check sqlite3)
 $(BUILD)/tests/unit-portal: $(UNIT_PORTAL_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)

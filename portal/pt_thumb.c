@@ -10,6 +10,7 @@
  * thumbnails on screen, in a visible tab).  Pictures nobody asked for in a
  * minute are dropped. */
 #include "portal/pt_thumb.h"
+#include "portal/pt_desk.h"
 #include "portal/pt_core.h"
 #include "portal/pt_nodes.h"
 
@@ -238,7 +239,7 @@ void pt_thumb_job_done(struct pt_portal *p, struct pt_job *j)
 		t->len = len;
 		t->at = util_now_ms();
 		json_decref(t->control);
-		t->control = json_incref(json_object_get(j->out, "control"));
+		t->control = pt_desk_clean(json_object_get(j->out, "control"));
 	} else {
 		p->metrics.thumbs_failed++;
 		log_info("thumbnail failed", "{s:s, s:s, s:s}", "id", j->id, "node", j->node, "error",

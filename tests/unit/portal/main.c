@@ -12,6 +12,7 @@ int main(void)
 	srunner_add_suite(sr, suite_portal_auth());
 	srunner_add_suite(sr, suite_portal_policy());
 	srunner_add_suite(sr, suite_portal_openapi());
+	srunner_add_suite(sr, suite_portal_desk());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

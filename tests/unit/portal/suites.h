@@ -8,5 +8,6 @@ Suite *suite_portal_store(void);
 Suite *suite_portal_auth(void);
 Suite *suite_portal_policy(void);
 Suite *suite_portal_openapi(void);
+Suite *suite_portal_desk(void);
 
 #endif
