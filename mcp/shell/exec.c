@@ -61,9 +61,9 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 	struct err se = ERR_INIT;
 	size_t in_len = 0, in_off = 0;
 	uint64_t t0 = util_now_ms(), deadline, next_progress, kill_at = 0;
-	bool timed_out = false, cancelled = false;
+	bool timed_out = false, cancelled = false, reaped = false;
 	char *out_text, *err_text, cwd_buf[4096];
-	int status = 0, code, signo;
+	int status = 0, code, signo, exit_step = 1;
 
 	if (cj_req_str(args, "command", &command, e) || cj_get_str(args, "cwd", NULL, &cwd, e) ||
 	    cj_get_str(args, "stdin", NULL, &in_text, e) || cj_get_obj(args, "env", &env, e) ||
@@ -86,7 +86,10 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 	mcp_cap_init(&errc, conf->max_output);
 	deadline = t0 + (uint64_t)timeout;
 	next_progress = t0 + PROGRESS_EVERY_MS;
-	while (ch.out_fd >= 0 || ch.err_fd >= 0) {
+	/* Until the command has exited: its pipes may close long before (a
+	 * daemon that closed its output, `exec >&-`), and the timeout still
+	 * holds then. */
+	while (!reaped) {
 		struct pollfd p[3] = {{ch.out_fd, POLLIN, 0}, {ch.err_fd, POLLIN, 0}, {ch.in_fd, POLLOUT, 0}};
 		uint64_t now = util_now_ms();
 		int wait = 250;
@@ -110,6 +113,19 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 		}
 		if (!kill_at && deadline - now < (uint64_t)wait)
 			wait = (int)(deadline - now);
+		if (ch.out_fd < 0 && ch.err_fd < 0) {
+			/* Pipes closed: the exit is usually a moment away, so
+			 * look again after 1, 2, 4 ... 50 ms. */
+			pid_t r = waitpid(ch.helper, &status, WNOHANG);
+
+			if (r == ch.helper || (r == -1 && errno != EINTR)) {
+				reaped = r == ch.helper;
+				break;
+			}
+			if (wait > exit_step)
+				wait = exit_step;
+			exit_step = exit_step >= 25 ? 50 : exit_step * 2;
+		}
 		if (poll(p, 3, wait) == -1 && errno != EINTR)
 			break;
 		if (p[0].revents)
@@ -129,7 +145,7 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 	util_closep(&ch.out_fd);
 	util_closep(&ch.err_fd);
 	util_closep(&ch.in_fd);
-	while (waitpid(ch.helper, &status, 0) == -1 && errno == EINTR)
+	while (!reaped && waitpid(ch.helper, &status, 0) == -1 && errno == EINTR)
 		;
 	code = msh_exit_code(status, &signo);
 	out_text = mcp_cap_text(&out, NULL);

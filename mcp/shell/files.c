@@ -391,6 +391,25 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 	return (flag == FTW_DP ? rmdir(p) : unlink(p)) == -1 ? -1 : 0;
 }
 
+/* True when path, with every symlink, `.`, `..` and slash resolved, is
+ * the root, the home directory or one of its ancestors: "~/", "~/.",
+ * "/home/agent/../agent/" and a link to / all name one of them. */
+static bool protected_dir(const char *path)
+{
+	char real[PATH_MAX], home[PATH_MAX];
+	const char *h = getenv("HOME");
+	size_t n;
+
+	if (!realpath(path, real))
+		return false; /* nothing there (lstat says so), or not resolvable */
+	if (strcmp(real, "/") == 0)
+		return true;
+	if (!h || !*h || !realpath(h, home))
+		return false;
+	n = strlen(real);
+	return strncmp(home, real, n) == 0 && (home[n] == '\0' || home[n] == '/');
+}
+
 static int delete_path(struct mcp_call *call, const json_t *args, struct mcp_result *res,
 		       struct err *e)
 {
@@ -404,12 +423,15 @@ static int delete_path(struct mcp_call *call, const json_t *args, struct mcp_res
 	if (cj_req_str(args, "path", &in, e) || cj_get_bool(args, "recursive", false, &recursive, e))
 		return -1;
 	msh_path(in, path);
-	if (!strcmp(path, "/") || !strcmp(path, getenv("HOME") ? getenv("HOME") : "/")) {
-		mcp_result_error(res, "delete_path %s: refusing to delete the root or home directory", path);
-		return 0;
-	}
 	if (lstat(path, &st) == -1) {
 		mcp_result_error(res, "delete_path %s: %s", path, strerror(errno));
+		return 0;
+	}
+	/* A symlink itself is only unlinked; a directory (a trailing slash
+	 * follows a link) is checked where it really is. */
+	if (S_ISDIR(st.st_mode) && protected_dir(path)) {
+		mcp_result_error(res, "delete_path %s: refusing to delete the root directory, the home "
+				 "directory or a directory that holds it", path);
 		return 0;
 	}
 	if (S_ISDIR(st.st_mode))

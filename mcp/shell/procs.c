@@ -13,6 +13,7 @@
 #include "common/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,14 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static struct proc *procs;
 static int next_id = 1;
+static unsigned starting; /* start_process calls between their check and their insert */
+
+static void unreserve(void)
+{
+	pthread_mutex_lock(&mu);
+	starting--;
+	pthread_mutex_unlock(&mu);
+}
 
 static struct proc *find(int id)
 {
@@ -106,8 +115,11 @@ static int parse_id(const json_t *args, struct err *e)
 
 	if (cj_req_str(args, "id", &s, e))
 		return -1;
-	v = strtol(s[0] == 'p' ? s + 1 : s, &end, 10);
-	if (*end || v <= 0)
+	if (s[0] == 'p')
+		s++;
+	errno = 0;
+	v = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : 0;
+	if (v <= 0 || *end || errno || v > INT_MAX)
 		return err_set(e, 0, "`id` must be a process id like \"p1\" (from start_process)");
 	return (int)v;
 }
@@ -130,6 +142,7 @@ static int start_process(struct mcp_call *call, const json_t *args, struct mcp_r
 	    cj_get_obj(args, "env", &env, e))
 		return -1;
 	pthread_mutex_lock(&mu);
+	n = starting; /* slots taken by calls that are spawning right now */
 	for (struct proc *q = procs; q; q = q->next) {
 		n++;
 		if (!q->running)
@@ -149,6 +162,7 @@ static int start_process(struct mcp_call *call, const json_t *args, struct mcp_r
 		free(victim->command);
 		free(victim);
 	}
+	starting++; /* the slot is this call's until it inserts or fails */
 	pthread_mutex_unlock(&mu);
 	p = calloc(1, sizeof(*p));
 	if (p) {
@@ -161,6 +175,7 @@ static int start_process(struct mcp_call *call, const json_t *args, struct mcp_r
 			free(p->command);
 		}
 		free(p);
+		unreserve();
 		return err_set(e, ENOMEM, "start_process");
 	}
 	p->cap = conf->ring;
@@ -173,12 +188,14 @@ static int start_process(struct mcp_call *call, const json_t *args, struct mcp_r
 		free(p->ring);
 		free(p->command);
 		free(p);
+		unreserve();
 		mcp_result_error(res, "start_process: %s", se.msg);
 		return 0;
 	}
 	p->started = util_now_ms();
 	p->running = true;
 	pthread_mutex_lock(&mu);
+	starting--;
 	p->id = next_id++;
 	p->next = procs;
 	procs = p;

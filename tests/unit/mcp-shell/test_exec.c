@@ -187,6 +187,28 @@ START_TEST(timeout_kills_the_whole_tree)
 }
 END_TEST
 
+/* A command that closed its output still has its timeout. */
+START_TEST(timeout_holds_after_the_output_closes)
+{
+	const struct msh_ans *a;
+	uint64_t t0 = util_now_ms(), took;
+
+	a = msh_call("run_command", "{s:s, s:i}", "command", "echo before; exec >&- 2>&-; sleep 30",
+		     "timeout_ms", 400);
+	took = util_now_ms() - t0;
+	ck_assert(a->is_error);
+	ck_assert_int_eq(msh_bool(a->sc, "timed_out"), 1);
+	ck_assert_str_eq(msh_str(a->sc, "stdout"), "before\n");
+	ck_assert_msg(took < 4000, "took %llu ms", (unsigned long long)took);
+	/* and one that exits right after closing them is answered at once */
+	t0 = util_now_ms();
+	a = msh_call("run_command", "{s:s}", "command", "exec >&- 2>&-; sleep 0.2; exit 3");
+	ck_assert(!a->is_error);
+	ck_assert_int_eq(msh_int(a->sc, "exit_code"), 3);
+	ck_assert_uint_lt(util_now_ms() - t0, 2000);
+}
+END_TEST
+
 /* What a command leaves running is killed when it exits; the call does
  * not wait for it. */
 START_TEST(leftovers_die_with_the_command)
@@ -220,6 +242,7 @@ Suite *suite_msh_exec(void)
 	tcase_add_test(tc, bad_cwd_is_a_tool_error);
 	tcase_add_test(tc, refuses_bad_arguments);
 	tcase_add_test(tc, timeout_kills_the_whole_tree);
+	tcase_add_test(tc, timeout_holds_after_the_output_closes);
 	tcase_add_test(tc, leftovers_die_with_the_command);
 	suite_add_tcase(s, tc);
 	tcase_add_unchecked_fixture(small, msh_t_root_make, msh_t_root_remove);

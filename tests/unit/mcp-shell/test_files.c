@@ -351,14 +351,32 @@ START_TEST(delete_path_removes)
 	ck_assert(a->is_error);
 	ck_assert_str_eq(a->text, msg("delete_path", "ghost", "No such file or directory"));
 
-	/* The home directory and / are refused. */
+	/* The home directory, / and what holds home are refused, however
+	 * they are spelled. */
+#define REFUSED "refusing to delete the root directory, the home directory or a directory that holds it"
 	a = msh_call("delete_path", "{s:s, s:b}", "path", "~", "recursive", 1);
 	ck_assert(a->is_error);
-	ck_assert_str_eq(a->text, msg("delete_path", "", "refusing to delete the root or home directory"));
+	ck_assert_str_eq(a->text, msg("delete_path", "", REFUSED));
 	a = msh_call("delete_path", "{s:s, s:b}", "path", "/", "recursive", 1);
 	ck_assert(a->is_error);
-	ck_assert_str_eq(a->text, "delete_path /: refusing to delete the root or home directory");
+	ck_assert_str_eq(a->text, "delete_path /: " REFUSED);
+	ck_assert_int_eq(symlink("/", msh_p("rootlink")), 0);
+	{
+		static const char *const spellings[] = {"~/", "~/.", ".", "./", "target/..", "..",
+							"~/../", "rootlink/", "//"};
+
+		for (size_t i = 0; i < sizeof(spellings) / sizeof(*spellings); i++) {
+			a = msh_call("delete_path", "{s:s, s:b}", "path", spellings[i], "recursive", 1);
+			ck_assert_msg(a->is_error && strstr(a->text, REFUSED), "%s: %s", spellings[i],
+				      a->text);
+		}
+	}
 	ck_assert_int_eq(access(msh_p("target/keep.txt"), F_OK), 0);
+	/* the link to / itself may go: only the link is removed */
+	a = msh_call("delete_path", "{s:s, s:b}", "path", "rootlink", "recursive", 1);
+	ck_assert_msg(!a->is_error, "%s", a->text);
+	ck_assert_int_eq(access("/etc", F_OK), 0);
+#undef REFUSED
 }
 END_TEST
 

@@ -236,6 +236,18 @@ START_TEST(refuses_bad_arguments)
 	a = msh_call("read_process_output", "{s:s}", "id", "x1");
 	ck_assert_int_eq(a->code, -32602);
 	ck_assert_str_eq(a->message, "`id` must be a process id like \"p1\" (from start_process)");
+	/* ids past an int, signs and blanks are not ids (p4294967297 once
+	 * named p1) */
+	{
+		static const char *const bad[] = {"p4294967297", "p2147483648", "p-1", "p+1", "p 1",
+						  "p", "", "p0", "p1x"};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+			a = msh_call("kill_process", "{s:s}", "id", bad[i]);
+			ck_assert_msg(a->code == -32602, "%s: %ld %s", bad[i], (long)a->code,
+				      a->text ? a->text : "");
+		}
+	}
 	a = msh_call("read_process_output", "{s:s, s:i}", "id", "p1", "max_bytes", 0);
 	ck_assert_int_eq(a->code, -32602);
 	ck_assert_msg(strstr(a->message, "`max_bytes` must be at least 1"), "%s", a->message);
