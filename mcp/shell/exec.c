@@ -59,7 +59,7 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 	struct msh_child ch;
 	struct mcp_cap out, errc;
 	struct err se = ERR_INIT;
-	size_t in_len = 0, in_off = 0;
+	size_t in_len = 0, in_off = 0, out_len = 0, err_len = 0;
 	uint64_t t0 = util_now_ms(), deadline, next_progress, kill_at = 0;
 	bool timed_out = false, cancelled = false, reaped = false;
 	char *out_text, *err_text, cwd_buf[4096];
@@ -148,20 +148,30 @@ static int run_command(struct mcp_call *call, const json_t *args, struct mcp_res
 	while (!reaped && waitpid(ch.helper, &status, 0) == -1 && errno == EINTR)
 		;
 	code = msh_exit_code(status, &signo);
-	out_text = mcp_cap_text(&out, NULL);
-	err_text = mcp_cap_text(&errc, NULL);
+	/* Lengths, not C strings: output may hold NUL bytes, and what follows
+	 * one is output too. */
+	out_text = mcp_cap_text(&out, &out_len);
+	err_text = mcp_cap_text(&errc, &err_len);
 	if (out_text && err_text) {
-		json_t *sc = json_pack("{s:s, s:s, s:i, s:b, s:I}", "stdout", out_text, "stderr", err_text,
-				       "exit_code", code, "timed_out", timed_out, "duration_ms",
-				       (json_int_t)(util_now_ms() - t0));
+		json_t *sc = json_pack("{s:s%, s:s%, s:i, s:b, s:I}", "stdout", out_text, out_len,
+				       "stderr", err_text, err_len, "exit_code", code, "timed_out",
+				       timed_out, "duration_ms", (json_int_t)(util_now_ms() - t0));
 		if (timed_out)
 			mcp_result_error(res, "run_command: timed out after %lld ms; the command and every process it started were killed", timeout);
 		else if (cancelled)
 			mcp_result_error(res, "run_command: cancelled; the command and every process it started were killed");
-		if (*out_text)
-			mcp_result_text(res, "%s", out_text);
-		if (*err_text)
-			mcp_result_text(res, "[stderr]\n%s", err_text);
+		if (out_len)
+			mcp_result_textn(res, out_text, out_len);
+		if (err_len) {
+			char *t = malloc(err_len + 9);
+
+			if (t) {
+				memcpy(t, "[stderr]\n", 9);
+				memcpy(t + 9, err_text, err_len);
+				mcp_result_textn(res, t, err_len + 9);
+			}
+			free(t);
+		}
 		if (signo && !timed_out)
 			mcp_result_text(res, "[exit code: %d (killed by signal %d)]", code, signo);
 		else

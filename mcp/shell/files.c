@@ -229,6 +229,12 @@ static int edit_file(struct mcp_call *call, const json_t *args, struct mcp_resul
 		free(data);
 		return 0;
 	}
+	if ((size_t)n - count * olen + count * nlen > c->max_file) {
+		mcp_result_error(res, "edit_file %s: the edited file would be %zu bytes, more than the limit of %zu",
+				 path, (size_t)n - count * olen + count * nlen, c->max_file);
+		free(data);
+		return 0;
+	}
 	out = malloc((size_t)n + count * nlen + 1);
 	if (!out) {
 		free(data);

@@ -187,13 +187,53 @@ struct glob_ctx {
 	struct walk *w;
 };
 
+/* True when path matches pat segment by segment: '*', '?' and [...] stay
+ * within one segment, a leading '.' is matched only by a '.', and a
+ * segment that is exactly "**" matches any number of segments (none
+ * included) that are not hidden. */
+static bool glob_match(const char *pat, const char *path)
+{
+	const char *ps, *qs;
+	char seg[NAME_MAX + 1], name[NAME_MAX + 1];
+	size_t pn, qn;
+
+	if (strncmp(pat, "**", 2) == 0 && (pat[2] == '/' || !pat[2])) {
+		if (!pat[2])
+			return true;
+		for (const char *at = path;; at++) {
+			if (glob_match(pat + 3, at))
+				return true;
+			if (*at == '.') /* "**" does not enter hidden directories */
+				return false;
+			at = strchr(at, '/');
+			if (!at)
+				return false;
+		}
+	}
+	ps = strchr(pat, '/');
+	qs = strchr(path, '/');
+	pn = ps ? (size_t)(ps - pat) : strlen(pat);
+	qn = qs ? (size_t)(qs - path) : strlen(path);
+	if (pn > NAME_MAX || qn > NAME_MAX)
+		return false;
+	memcpy(seg, pat, pn);
+	seg[pn] = '\0';
+	memcpy(name, path, qn);
+	name[qn] = '\0';
+	if (fnmatch(seg, name, FNM_PERIOD) != 0)
+		return false;
+	if (!ps || !qs)
+		return !ps && !qs;
+	return glob_match(ps + 1, qs + 1);
+}
+
 static void glob_one(void *ud, const char *full, const char *rel, unsigned char type)
 {
 	struct glob_ctx *g = ud;
 
 	(void)full;
 	(void)type;
-	if (fnmatch(g->pat, rel, FNM_PERIOD) != 0)
+	if (!glob_match(g->pat, rel))
 		return;
 	if (json_array_size(g->matches) == g->max) {
 		g->truncated = true;
@@ -228,20 +268,9 @@ static int glob_tool(struct mcp_call *call, const json_t *args, struct mcp_resul
 		snprintf(cwd, sizeof(cwd), "/");
 		pattern++;
 	}
-	/* "**" spans directories: with fnmatch without FNM_PATHNAME, '*' already
-	 * matches '/', so "src/ ** /x.c" becomes "src/ * x.c" (spaces for the comment). */
-	{
-		size_t o = 0;
-		for (const char *p = pattern; *p && o < sizeof(g.pat) - 1;) {
-			if (p[0] == '*' && p[1] == '*') {
-				g.pat[o++] = '*';
-				p += p[2] == '/' ? 3 : 2;
-			} else {
-				g.pat[o++] = *p++;
-			}
-		}
-		g.pat[o] = '\0';
-	}
+	if (strlen(pattern) >= sizeof(g.pat))
+		return err_set(e, 0, "`pattern` is longer than %zu bytes", sizeof(g.pat) - 1);
+	snprintf(g.pat, sizeof(g.pat), "%s", pattern);
 	w.root = cwd;
 	w.call = call;
 	walk(&w, glob_one, &g);

@@ -187,6 +187,23 @@ START_TEST(timeout_kills_the_whole_tree)
 }
 END_TEST
 
+/* Output goes on past a NUL byte. */
+START_TEST(output_past_a_nul)
+{
+	const struct msh_ans *a;
+	const json_t *o;
+
+	a = msh_call("run_command", "{s:s}", "command", "printf 'a\\0b'; printf 'c\\0d' >&2");
+	ck_assert(!a->is_error);
+	o = json_object_get(a->sc, "stdout");
+	ck_assert_uint_eq(json_string_length(o), 3);
+	ck_assert_mem_eq(json_string_value(o), "a\0b", 3);
+	o = json_object_get(a->sc, "stderr");
+	ck_assert_uint_eq(json_string_length(o), 3);
+	ck_assert_mem_eq(json_string_value(o), "c\0d", 3);
+}
+END_TEST
+
 /* A command that closed its output still has its timeout. */
 START_TEST(timeout_holds_after_the_output_closes)
 {
@@ -243,6 +260,7 @@ Suite *suite_msh_exec(void)
 	tcase_add_test(tc, refuses_bad_arguments);
 	tcase_add_test(tc, timeout_kills_the_whole_tree);
 	tcase_add_test(tc, timeout_holds_after_the_output_closes);
+	tcase_add_test(tc, output_past_a_nul);
 	tcase_add_test(tc, leftovers_die_with_the_command);
 	suite_add_tcase(s, tc);
 	tcase_add_unchecked_fixture(small, msh_t_root_make, msh_t_root_remove);

@@ -268,6 +268,18 @@ START_TEST(limits)
 	snprintf(want, sizeof(want), "edit_file %s: the file is larger than the limit of 64 bytes", msh_p("big.txt"));
 	ck_assert_str_eq(a->text, want);
 	ck_assert_int_eq(strncmp(msh_get("big.txt"), "abcdefghijklmnopqrstuvwxyzabc", 29), 0);
+	/* an edit that would grow a file past the limit is refused too */
+	a = msh_call("edit_file", "{s:s, s:s, s:s, s:b}", "path", "w.txt", "old_str", "abc",
+		     "new_str", "ABCD", "replace_all", 1);
+	ck_assert(a->is_error);
+	snprintf(want, sizeof(want),
+		 "edit_file %s: the edited file would be 67 bytes, more than the limit of 64",
+		 msh_p("w.txt"));
+	ck_assert_str_eq(a->text, want);
+	ck_assert_str_eq(msh_get("w.txt"), big);
+	a = msh_call("edit_file", "{s:s, s:s, s:s, s:b}", "path", "w.txt", "old_str", "abc",
+		     "new_str", "ABC", "replace_all", 1);
+	ck_assert_msg(!a->is_error, "%s", a->text);
 }
 END_TEST
 

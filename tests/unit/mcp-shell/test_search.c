@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void setup(void)
 {
@@ -77,6 +78,32 @@ START_TEST(glob_matches_names)
 	a = msh_call("glob", "{s:s}", "pattern", ".git*");
 	ck_assert_uint_eq(nmatches(a), 1);
 	ck_assert(globbed(a, ".git"));
+
+	/* '*' stays within one directory; "**" spans any number, none too */
+	a = msh_call("glob", "{s:s}", "pattern", "*.c");
+	ck_assert_uint_eq(nmatches(a), 0);
+	a = msh_call("glob", "{s:s}", "pattern", "src/*.c");
+	ck_assert_uint_eq(nmatches(a), 1);
+	ck_assert(globbed(a, "src/main.c"));
+	a = msh_call("glob", "{s:s}", "pattern", "src/**/*.c");
+	ck_assert_uint_eq(nmatches(a), 2);
+	a = msh_call("glob", "{s:s}", "pattern", "s*/l*/f?o.[ch]");
+	ck_assert_uint_eq(nmatches(a), 2);
+	ck_assert(globbed(a, "src/lib/foo.h"));
+	a = msh_call("glob", "{s:s}", "pattern", "src/**");
+	ck_assert(globbed(a, "src/lib/foo.c") && globbed(a, "src/lib"));
+	a = msh_call("glob", "{s:s}", "pattern", "**/lib");
+	ck_assert_uint_eq(nmatches(a), 1);
+	ck_assert(globbed(a, "src/lib"));
+	msh_put(".cache/x/y.c", "int y;\n", -1);
+	a = msh_call("glob", "{s:s}", "pattern", "**/*.c");
+	ck_assert_uint_eq(nmatches(a), 2); /* not .cache/x/y.c */
+	a = msh_call("glob", "{s:s}", "pattern", ".cache/**/*.c");
+	ck_assert_uint_eq(nmatches(a), 1);
+	ck_assert(globbed(a, ".cache/x/y.c"));
+	ck_assert_int_eq(unlink(msh_p(".cache/x/y.c")), 0);
+	ck_assert_int_eq(rmdir(msh_p(".cache/x")), 0);
+	ck_assert_int_eq(rmdir(msh_p(".cache")), 0);
 
 	/* cwd: relative to $HOME; matches are relative to it. */
 	a = msh_call("glob", "{s:s, s:s}", "pattern", "lib/*.h", "cwd", "src");
