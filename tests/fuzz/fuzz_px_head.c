@@ -219,8 +219,17 @@ static void request_check(const char *buf, size_t size, size_t k)
 	CHECK(h.start.p == buf && h.start.n + 4 <= h.len);
 	heads_inside(buf, &h);
 	route_check(h.host);
-	if (px_token_find(&h, tok, sizeof(tok)) != PX_TOKEN_NONE)
+	/* with no sandbox, and with the one the Host names (cookies that
+	 * name it win) */
+	if (px_token_find(&h, "", tok, sizeof(tok)) != PX_TOKEN_NONE)
 		CHECK(tok[0] && strlen(tok) < sizeof(tok));
+	{
+		struct px_route r;
+
+		if (h.host.p && px_host_route(h.host, "cloche.localhost", &r) &&
+		    px_token_find(&h, r.id, tok, sizeof(tok)) != PX_TOKEN_NONE)
+			CHECK(tok[0] && strlen(tok) < sizeof(tok));
+	}
 	/* The head ends where it says: what follows does not change it. */
 	more = with_junk(buf, size);
 	if (!more)
