@@ -6,6 +6,7 @@
 #include "node-agent/na_btrfs.h"
 #include "node-agent/na_netns.h"
 #include "node-agent/na_rec.h"
+#include "node-agent/na_rekey.h"
 #include "node-agent/na_node.h"
 #include "node-agent/na_runsc.h"
 #include "node-agent/na_spec.h"
@@ -113,6 +114,9 @@ static void settle(struct na_node *n, const struct na_sb *c, json_t *figures)
 		snprintf(s->last_error, sizeof(s->last_error), "%s", c->last_error);
 		s->wake_ms = c->wake_ms;
 		s->sandbox_pid = c->sandbox_pid;
+		/* a fork child's fresh secrets (na_rekey); the same ones otherwise */
+		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", c->vnc_secret);
+		snprintf(s->desk.rec_secret, sizeof(s->desk.rec_secret), "%s", c->desk.rec_secret);
 		if (figures) {
 			json_decref(s->checkpoint);
 			s->checkpoint = json_incref(figures);
@@ -528,9 +532,11 @@ undo:
 
 /* Makes sandbox t run from generation directory gdir: a writable snapshot
  * of its rootfs, a fresh netns pair with the same inner address, the egress
- * listener, the spec, runsc restore, health 200.  On -1 what it made is
- * removed again (the generation is untouched). */
-static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, struct err *e)
+ * listener, the spec, runsc restore, health 200, and with rekey (a fork
+ * child) fresh secrets in its cloche-vnc and cloche-rec (t gets them).  On
+ * -1 what it made is removed again (the generation is untouched). */
+static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, bool rekey,
+			struct err *e)
 {
 	char dir[1100], rootfs[1200], bundle[1200], log_path[1200], p[1400];
 	struct err e2 = ERR_INIT;
@@ -566,7 +572,8 @@ static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, st
 	if (na_runsc_restore(n->runsc_root, t->id, bundle, p, log_path, e) == -1)
 		goto fail;
 	t4 = util_now_ms();
-	if (na_wait_ready(n, t->id, t0 + NA_RESTORE_TIMEOUT_MS, 20, log_path, e) == -1)
+	if (na_wait_ready(n, t->id, t0 + NA_RESTORE_TIMEOUT_MS, 20, log_path, e) == -1 ||
+	    (rekey && na_rekey(t, e) == -1))
 		goto fail;
 	log_debug("restore steps", "{s:s, s:I, s:I, s:I, s:I, s:I}", "id", t->id, "cleanup_ms",
 		  (json_int_t)(t1 - t0), "snapshot_ms", (json_int_t)(t2 - t1), "netns_spec_ms",
@@ -672,7 +679,7 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e)
 		return err_http(e, 500, "sandbox `%s` has no complete checkpoint to wake from", id),
 		       NULL;
 	}
-	if (restore_into(n, &c, gdir, e) == -1) {
+	if (restore_into(n, &c, gdir, false, e) == -1) {
 		snprintf(c.state, sizeof(c.state), "hibernated");
 		snprintf(c.last_error, sizeof(c.last_error), "wake failed: %.200s", e->msg);
 		count(n, &n->wake_failures);
@@ -734,9 +741,10 @@ int na_node_fork_begin(struct na_node *n, const char *id, const json_t *body, st
 		if (rc == 0) {
 			c = na_find_locked(n, cid);
 			snprintf(c->forked_from, sizeof(c->forked_from), "%s", id);
-			/* cloche-vnc inside keeps the parent's secret: it is restored. */
+			/* cloche-vnc and cloche-rec inside are the parent's, restored
+			 * with its secrets, until na_rekey gives them their own. */
 			snprintf(c->vnc_secret, sizeof(c->vnc_secret), "%s", p->vnc_secret);
-			c->desk = p->desk; /* and cloche-rec the parent's */
+			c->desk = p->desk;
 		}
 	}
 	if (rc == 0)
@@ -764,13 +772,14 @@ struct restore_job {
 	int rc;
 	pthread_t th;
 	bool started;
+	bool child; /* a fork child (gets fresh secrets), not the parent */
 };
 
 static void *restore_thread(void *arg)
 {
 	struct restore_job *j = arg;
 
-	j->rc = restore_into(j->n, &j->sb, j->gdir, &j->e);
+	j->rc = restore_into(j->n, &j->sb, j->gdir, j->child, &j->e);
 	return NULL;
 }
 
@@ -808,6 +817,7 @@ json_t *na_node_fork_run(struct na_node *n, const char *id, struct err *e)
 	for (int i = 0; i < nj; i++) {
 		jobs[i].n = n;
 		jobs[i].gdir = gdir;
+		jobs[i].child = i > 0;
 		jobs[i].started = pthread_create(&jobs[i].th, NULL, restore_thread, &jobs[i]) == 0;
 		if (!jobs[i].started)
 			restore_thread(&jobs[i]);

@@ -117,6 +117,34 @@ static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	hsrv_resp_json(resp, 200, recorder_status(a->rec));
 }
 
+/* POST /rekey {"secret"}: the node replaces the secret (a fork child and a
+ * sandbox restored elsewhere wake with their parent's). */
+static void h_rekey(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
+{
+	struct app *a = ud;
+	struct err e = ERR_INIT;
+	AUTOJSON json_t *body = NULL;
+	const char *s = NULL;
+	size_t n;
+
+	if (!allowed(a, req, resp))
+		return;
+	body = cj_parse(req->body, req->body_len, 4096, 4, &e);
+	if (!body || cj_req_str(body, "secret", &s, &e) == -1) {
+		e.http_status = 400;
+		resp_err(resp, &e);
+		return;
+	}
+	n = strlen(s);
+	if (n < 16 || n >= sizeof(a->secret) || !util_token_chars(s, n)) {
+		hsrv_resp_error(resp, 400, NULL, "`secret` must be 16-127 base64url characters");
+		return;
+	}
+	snprintf(a->secret, sizeof(a->secret), "%s", s);
+	log_info("the recorder's secret was replaced", NULL);
+	hsrv_resp_json(resp, 200, json_pack("{s:b}", "rekeyed", 1));
+}
+
 static void h_status(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 {
 	struct app *a = ud;
@@ -202,6 +230,7 @@ int main(int argc, char **argv)
 	    hsrv_route(a.srv, "POST", "/start", h_start, &a, &e) ||
 	    hsrv_route(a.srv, "POST", "/stop", h_stop, &a, &e) ||
 	    hsrv_route(a.srv, "GET", "/status", h_status, &a, &e) ||
+	    hsrv_route(a.srv, "POST", "/rekey", h_rekey, &a, &e) ||
 	    hsrv_watch(a.srv, take_fd(&d.sigfd), on_signal, &a, &e))
 		daemon_die(1, "cannot start", &e);
 	log_info("cloche-rec up", "{s:i, s:s, s:s}", "port", hsrv_port(a.srv), "dir", o.dir,

@@ -54,9 +54,29 @@ struct vnc_app {
 	struct vnc_resize *resize;
 	int rfb_fd;
 	int sig_fd;
+	char secret[VNC_SECRET_MAX + 1]; /* the sandbox's secret, what the guard checks */
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
 	struct pollfd fds[MAX_POLL];
 };
+
+/* POST /cloche/rekey, checked: the guard reads app->secret and
+ * app->view_secret, so replacing them in place is the whole change for
+ * the web port; the RFB passwords follow. */
+static int on_rekey(void *ctx, const char *secret, struct err *e)
+{
+	struct vnc_app *app = ctx;
+	char view[sizeof(app->view_secret)];
+
+	if (strlen(secret) >= sizeof(app->secret) ||
+	    sbtoken_view_secret(secret, view, sizeof(view)) == -1)
+		return err_set(e, 0, "no view secret for the new secret");
+	if (vnc_server_set_secret(app->srv, secret, e) == -1)
+		return -1;
+	snprintf(app->secret, sizeof(app->secret), "%s", secret);
+	memcpy(app->view_secret, view, sizeof(view));
+	explicit_bzero(view, sizeof(view));
+	return 0;
+}
 
 static void on_clients(void *ctx, int clients)
 {
@@ -144,6 +164,12 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 		}
 	}
+	if (o->secret && strlen(o->secret) >= sizeof(app->secret)) {
+		err_set(e, 0, "the secret is longer than %d characters", VNC_SECRET_MAX);
+		goto fail;
+	}
+	if (o->secret)
+		snprintf(app->secret, sizeof(app->secret), "%s", o->secret);
 	if (o->secret && sbtoken_view_secret(o->secret, app->view_secret, sizeof(app->view_secret)) == -1) {
 		err_set(e, 0, "no view secret");
 		goto fail;
@@ -155,11 +181,13 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 		}
 		app->http = vnc_http_new(http_fd, o->web_dir,
-					 &(struct vnc_http_guard){o->allowed_hosts, o->secret,
+					 &(struct vnc_http_guard){o->allowed_hosts,
+								  o->secret ? app->secret : NULL,
 								  o->secret ? app->view_secret : NULL},
 					 on_upgrade, app, e);
 		if (!app->http)
 			goto fail;
+		vnc_http_set_rekey(app->http, on_rekey, app);
 	}
 	if (app->in && !o->shared_control) {
 		struct err le = ERR_INIT;
@@ -351,5 +379,7 @@ void vnc_app_stop(struct vnc_app *app)
 	vnc_display_close(&app->disp);
 	if (app->sig_fd >= 0)
 		close(app->sig_fd);
+	explicit_bzero(app->secret, sizeof(app->secret));
+	explicit_bzero(app->view_secret, sizeof(app->view_secret));
 	free(app);
 }

@@ -68,6 +68,8 @@ struct vnc_http {
 	void *ctx;
 	struct vnc_lease *lease; /* NULL: no control lease */
 	struct vnc_http_guard guard;
+	vnc_http_rekey_fn rekey;
+	void *rekey_ctx;
 	struct conn conns[MAX_CONNS];
 	int nconns;
 	/* Which connection each pollfd entry after the listener belongs to. */
@@ -403,6 +405,29 @@ static const char *reason(int status)
 	}
 }
 
+/* POST /cloche/rekey: the node replaces the secret (request.h). */
+static int answer_rekey(struct vnc_http *h, struct conn *c, const struct vnc_request *r)
+{
+	const char *why = "this server cannot change its secret";
+	struct err e = ERR_INIT;
+	int status = h->rekey ? vnc_request_rekey(&h->guard, r, &why) : 404;
+
+	if (status) {
+		log_warn("rekey refused", "{s:s, s:i, s:s}", "addr", c->peer, "status", status, "why",
+			 why);
+		return control_error(c, status, status == 404 ? "Not Found"
+					       : status == 403 ? "Forbidden"
+							       : "Bad Request",
+				     why);
+	}
+	if (h->rekey(h->rekey_ctx, r->secret_new, &e) == -1) {
+		log_error("rekey failed", "{s:s}", "error", e.msg);
+		return control_error(c, 500, "Internal Server Error", e.msg);
+	}
+	log_info("the secret was replaced", "{s:s}", "addr", c->peer);
+	return respond_json(c, 200, "OK", json_pack("{s:b}", "rekeyed", 1), false);
+}
+
 /* Builds the answer to one read (and consumed) request that is no
  * WebSocket.  Returns the status, 0 when the request is held (a control
  * long-poll), or -1 when even an error response could not be built. */
@@ -411,6 +436,8 @@ static int answer(struct vnc_http *h, struct conn *c, const struct vnc_request *
 	switch (r->kind) {
 	case VNC_REQ_CONTROL:
 		return answer_control(h, c, r, r->head_only, now);
+	case VNC_REQ_REKEY:
+		return answer_rekey(h, c, r);
 	case VNC_REQ_REDIRECT:
 		return respond_redirect(c, r->target, r->head_only);
 	case VNC_REQ_FILE:
@@ -677,6 +704,12 @@ static void answer_hold(struct vnc_http *h, int i, uint64_t now)
 void vnc_http_set_lease(struct vnc_http *h, struct vnc_lease *lease)
 {
 	h->lease = lease;
+}
+
+void vnc_http_set_rekey(struct vnc_http *h, vnc_http_rekey_fn fn, void *ctx)
+{
+	h->rekey = fn;
+	h->rekey_ctx = ctx;
 }
 
 void vnc_http_lease_changed(struct vnc_http *h, uint64_t now_ms)

@@ -69,6 +69,14 @@ void vnc_http_process(struct vnc_http *h, const struct pollfd *fds, size_t n, ui
 /* Serves /cloche/control over this lease (NULL: answers 404). */
 void vnc_http_set_lease(struct vnc_http *h, struct vnc_lease *lease);
 
+/* Replaces the sandbox's secret with secret (checked by
+ * vnc_request_rekey already): the guard's strings, the VNC passwords.
+ * 0, or -1 with e set. */
+typedef int (*vnc_http_rekey_fn)(void *ctx, const char *secret, struct err *e);
+
+/* Serves POST /cloche/rekey through fn (without one: 404). */
+void vnc_http_set_rekey(struct vnc_http *h, vnc_http_rekey_fn fn, void *ctx);
+
 /* The lease changed: answers the control long-polls waiting for that. */
 void vnc_http_lease_changed(struct vnc_http *h, uint64_t now_ms);
 

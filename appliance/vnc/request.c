@@ -150,6 +150,8 @@ void vnc_request_read(char *buf, size_t n, struct vnc_request *r)
 	r->host = header(buf, &h, "host");
 	r->origin = header(buf, &h, "origin");
 	r->if_modified = header(buf, &h, "if-modified-since");
+	r->secret_now = header(buf, &h, "x-cloche-secret");
+	r->secret_new = header(buf, &h, "x-cloche-new-secret");
 	r->method = terminate(buf, h.method);
 	r->target = terminate(buf, h.target);
 	r->head_only = strcmp(r->method, "HEAD") == 0;
@@ -164,6 +166,15 @@ void vnc_request_read(char *buf, size_t n, struct vnc_request *r)
 			done(r, VNC_REQ_ERROR, 405);
 		else
 			done(r, VNC_REQ_CONTROL, 0);
+		return;
+	}
+	if (strcmp(r->target, "/cloche/rekey") == 0) {
+		if (body)
+			done(r, VNC_REQ_ERROR, 400);
+		else if (strcmp(r->method, "POST") != 0)
+			done(r, VNC_REQ_ERROR, 405);
+		else
+			done(r, VNC_REQ_REKEY, 0);
 		return;
 	}
 	if (!r->head_only && strcmp(r->method, "GET") != 0)
@@ -203,6 +214,27 @@ static bool query_has(const char *target, const char *key, const char *value)
 	const char *v = query_value(target, key, &len);
 
 	return v && secret_equal(v, len, value, strlen(value));
+}
+
+int vnc_request_rekey(const struct vnc_http_guard *g, const struct vnc_request *r, const char **why)
+{
+	size_t n;
+
+	if (!g->secret) {
+		*why = "this server has no secret to replace";
+		return 404;
+	}
+	if (!r->secret_now ||
+	    !secret_equal(r->secret_now, strlen(r->secret_now), g->secret, strlen(g->secret))) {
+		*why = "X-Cloche-Secret is not the secret in force";
+		return 403;
+	}
+	n = r->secret_new ? strlen(r->secret_new) : 0;
+	if (n < VNC_SECRET_MIN || n > VNC_SECRET_MAX || !util_token_chars(r->secret_new, n)) {
+		*why = "X-Cloche-New-Secret must be 16-127 base64url characters";
+		return 400;
+	}
+	return 0;
 }
 
 int vnc_request_guard(const struct vnc_http_guard *g, const struct vnc_request *r, bool *control,

@@ -13,6 +13,8 @@
  *   GET with an Upgrade header naming websocket: a WebSocket, whatever the
  *       path; vnc_request_guard() then says 401/403 or hand over
  *   /cloche/control[?...]: a body 400, a method but GET/HEAD/POST 405
+ *   /cloche/rekey: a body 400, a method but POST 405; then
+ *       vnc_request_rekey() says whether the secret may change
  *   anything else: a method but GET/HEAD 405, a body 400, a path that is
  *       not "/..." or has "..", hidden or empty-after-decoding segments or
  *       bad %-escapes 404, "/" a redirect into noVNC, else a file
@@ -41,6 +43,7 @@ enum vnc_req_kind {
 	VNC_REQ_ERROR,     /* understood, answered with status 400, 404 or 405 */
 	VNC_REQ_UPGRADE,   /* a WebSocket: vnc_request_guard(), then hand over */
 	VNC_REQ_CONTROL,   /* /cloche/control */
+	VNC_REQ_REKEY,     /* /cloche/rekey: the node replaces the secret */
 	VNC_REQ_REDIRECT,  /* "/": vnc_request_location() */
 	VNC_REQ_FILE,      /* path under the web directory */
 };
@@ -56,6 +59,7 @@ struct vnc_request {
 	 * the headers NULL when the head did not parse */
 	const char *method, *target;
 	const char *host, *origin, *if_modified; /* NULL when absent */
+	const char *secret_now, *secret_new;     /* X-Cloche-Secret, X-Cloche-New-Secret */
 	char path[1024]; /* VNC_REQ_FILE: relative, percent-decoded, no ".." */
 };
 
@@ -72,6 +76,19 @@ void vnc_request_read(char *buf, size_t n, struct vnc_request *r);
  * secret given), with a reason for the log and the body in *why.  Pure. */
 int vnc_request_guard(const struct vnc_http_guard *g, const struct vnc_request *r, bool *control,
 		      const char **why);
+
+#define VNC_SECRET_MIN 16  /* characters of a secret, at least */
+#define VNC_SECRET_MAX 127 /* ... and at most */
+
+/* Whether rekey request r may replace guard g's secret: it must carry the
+ * secret in force as X-Cloche-Secret (compared in constant time) and the
+ * new one as X-Cloche-New-Secret (VNC_SECRET_MIN-VNC_SECRET_MAX base64url
+ * characters).  A fork child and a sandbox restored elsewhere wake with
+ * their parent's secret in memory; their node sends this before anyone
+ * may connect, so that no secret opens two sandboxes.  0, or 404 (this
+ * server has no secret), 403 (wrong or missing secret) or 400 (a new
+ * secret that is no secret), with the reason in *why.  Pure. */
+int vnc_request_rekey(const struct vnc_http_guard *g, const struct vnc_request *r, const char **why);
 
 /* The Location of the "/" redirect for target (NUL-terminated) into out
  * (cap bytes): vnc.html with the query given, cloche's defaults for noVNC

@@ -454,6 +454,28 @@ int vnc_server_clients(const struct vnc_server *s)
 	return s->clients;
 }
 
+int vnc_server_set_secret(struct vnc_server *s, const char *secret, struct err *e)
+{
+	char *pw, *view;
+
+	if (!s->passwords[1])
+		return 0; /* the password is a file's, or there is none */
+	pw = strdup(secret);
+	view = malloc(48);
+	if (!pw || !view || sbtoken_view_secret(secret, view, 48) == -1) {
+		free(pw);
+		free(view);
+		return err_set(e, ENOMEM, "password");
+	}
+	for (int i = 0; i < 2; i++) {
+		explicit_bzero(s->passwords[i], strlen(s->passwords[i]));
+		free(s->passwords[i]);
+	}
+	s->passwords[0] = pw;
+	s->passwords[1] = view;
+	return 0;
+}
+
 void vnc_server_free(struct vnc_server *s)
 {
 	if (!s)

@@ -142,6 +142,32 @@ r=$(api POST "/v1/sandboxes/$A/fork" "$(printf '%s\n' "${ids[@]}" | jq -R . | jq
 check "fork into 3 answers 200 with 3 ready children ($(body_of "$r" | jq -c '{fork_ms, failed}'))" \
 	test "$(status_of "$r") $(body_of "$r" | jq -r '[.children[] | select(.state == "ready")] | length')" = "200 3"
 check "the parent is ready again" test "$(state_of "$A")" = ready
+# Each child gets secrets of its own before it is handed out: no link or
+# view secret of the parent or of a sibling opens it, and the parent keeps
+# its own.
+ws_code() { # ID QUERY: the status cloche-vnc gives a WebSocket handshake
+	sb_in_router "$1" curl -s -o /dev/null -m 3 -w '%{http_code}' -H 'Connection: Upgrade' \
+		-H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Origin: http://10.0.2.15:6080' \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "http://10.0.2.15:6080/websockify?$2"
+}
+view_of() { # SECRET: its view secret, as cloche-vnc derives it
+	printf 'cloche-vnc view-only' | openssl dgst -sha256 -hmac "$1" -binary | base64 -w0 |
+		tr '+/' '-_' | tr -d '=' | cut -c1-32
+}
+pa=$(sb_vnc_secret "$A") c1=$(sb_vnc_secret "${ids[0]}") c2=$(sb_vnc_secret "${ids[1]}")
+check "each child has a VNC secret of its own (not the parent's, not a sibling's)" \
+	bash -c '[[ -n $1 && -n $2 && -n $3 && $1 != "$3" && $2 != "$3" && $1 != "$2" ]]' _ "$c1" "$c2" "$pa"
+check "a child's desktop opens with its own secret and its own view secret (101)" \
+	test "$(ws_code "${ids[0]}" "secret=$c1") $(ws_code "${ids[0]}" "view=$(view_of "$c1")")" = "101 101"
+check "... not with the parent's secret or view secret, nor a sibling's (403)" \
+	test "$(ws_code "${ids[0]}" "secret=$pa") $(ws_code "${ids[0]}" "view=$(view_of "$pa")") $(ws_code "${ids[0]}" "secret=$c2") $(ws_code "${ids[1]}" "view=$(view_of "$c1")")" = "403 403 403 403"
+check "the parent still opens with its own secret, not with a child's" \
+	test "$(ws_code "$A" "secret=$pa") $(ws_code "$A" "secret=$c1")" = "101 403"
+r=$(api POST "/v1/sandboxes/${ids[0]}/recordings" '{}')
+rec=$(body_of "$r" | jq -r '.recording.id // .id // empty')
+r2=$(api POST "/v1/sandboxes/${ids[0]}/recordings/${rec:-none}/stop" '{}')
+check "a child's recorder took its new secret: a recording starts and stops ($(status_of "$r") $(status_of "$r2"))" \
+	test "$(status_of "$r" | cut -c1-2) $(status_of "$r2")" = "20 200"
 for c in "${ids[@]}"; do
 	check "child $c has the parent's file" \
 		test "$(shell "$c" "cat note.txt")" = "written before the checkpoint"

@@ -515,6 +515,33 @@ else
 	not_ok "the resize section needs the secret instance's ports and view secret"
 fi
 
+# ---------------------------------------------------------------- rekey
+# What a fork child's node does before the child is handed out: the secret
+# in force buys a new one; the old secret, its view secret and its VNC
+# password stop working, the new ones work.
+if [ -n "${HTTP3:-}" ] && kill -0 "$VNC3_PID" 2>/dev/null; then
+	NEW=nEw-5ecret_of-a-child-0123
+	rekey() { # SECRET-IN-FORCE NEW [METHOD]: the status of a rekey
+		curl -s -o /dev/null -m 5 -w '%{http_code}' -X "${3:-POST}" -H "X-Cloche-Secret: $1" \
+			-H "X-Cloche-New-Secret: $2" "http://127.0.0.1:$HTTP3/cloche/rekey"
+	}
+	check "rekey: a wrong secret in force 403, no new secret 400, a GET 405" \
+		test "$(rekey "${SECRET}x" "$NEW") $(rekey "$SECRET" '') $(rekey "$SECRET" "$NEW" GET)" = "403 400 405"
+	check "rekey: the secret in force and a new one 200" test "$(rekey "$SECRET" "$NEW")" = 200
+	origin="Origin: http://127.0.0.1:$HTTP3"
+	check "rekey: the old secret and its view secret open no WebSocket (403), the new ones do (101)" \
+		test "$(ws_code "$HTTP3" "/websockify?secret=$SECRET" -H "$origin") $(ws_code "$HTTP3" "/websockify?view=$(cat "$WORK/view")" -H "$origin") $(ws_code "$HTTP3" "/websockify?secret=$NEW" -H "$origin") $(ws_code "$HTTP3" "/websockify?view=$(printf 'cloche-vnc view-only' | openssl dgst -sha256 -hmac "$NEW" -binary | base64 -w0 | tr '+/' '-_' | tr -d '=' | cut -c1-32)" -H "$origin")" = "403 403 101 101"
+	printf '%s\n' "$NEW" >"$WORK/secret-new"
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret" --timeout 5 >/dev/null 2>&1
+	old_rfb=$?
+	"$CLIENT" --port "$RFB3" --password-file "$WORK/secret-new" --timeout 10 >/dev/null 2>&1
+	check "rekey: the RFB port refuses the old password ($old_rfb) and takes the new one" \
+		test "$old_rfb $?" = "1 0"
+	check "rekey: the old secret no longer rekeys (403)" test "$(rekey "$SECRET" "$NEW")" = 403
+else
+	not_ok "the rekey section needs the secret instance"
+fi
+
 # ---------------------------------------------------------------- shutdown
 kill -TERM "$VNC_PID"
 t0=$(date +%s%N)

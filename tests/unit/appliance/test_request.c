@@ -16,7 +16,7 @@
 
 enum { PART = VNC_REQ_PARTIAL, BAD = VNC_REQ_MALFORMED, ERR = VNC_REQ_ERROR,
        UPG = VNC_REQ_UPGRADE, CTL = VNC_REQ_CONTROL, RED = VNC_REQ_REDIRECT,
-       FILE_ = VNC_REQ_FILE };
+       FILE_ = VNC_REQ_FILE, KEY = VNC_REQ_REKEY };
 
 static const struct {
 	const char *name, *bytes;
@@ -82,6 +82,13 @@ static const struct {
 	 "POST /cloche/control?action=take HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\n", CTL, 0, true,
 	 false, NULL},
 	{"control HEAD", "HEAD /cloche/control HTTP/1.1\r\n" H "\r\n", CTL, 0, true, true, NULL},
+	{"rekey POST", "POST /cloche/rekey HTTP/1.1\r\n" H "X-Cloche-Secret: a\r\n\r\n", KEY, 0, true,
+	 false, NULL},
+	{"rekey GET", "GET /cloche/rekey HTTP/1.1\r\n" H "\r\n", ERR, 405, false, false, NULL},
+	{"rekey with a body", "POST /cloche/rekey HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\nab", ERR,
+	 400, false, false, NULL},
+	{"rekey with a query is no rekey", "POST /cloche/rekey?x=1 HTTP/1.1\r\n" H "\r\n", ERR, 405,
+	 false, false, NULL},
 	{"control DELETE", "DELETE /cloche/control HTTP/1.1\r\n" H "\r\n", ERR, 405, false, false,
 	 NULL},
 	{"control with a body", "POST /cloche/control HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\n{}",
@@ -290,6 +297,43 @@ START_TEST(guard_table)
 }
 END_TEST
 
+/* ---- replacing the secret ---- */
+
+#define NEW "bmV3LXNlY3JldC1vZi1hLWNoaWxk"
+
+static const struct {
+	const char *name;
+	struct vnc_http_guard g;
+	const char *now, *next;
+	int want;
+} rekeys[] = {
+	{"the secret in force and a new one", {NULL, SECRET, VIEW}, SECRET, NEW, 0},
+	{"no secret here", {NULL, NULL, NULL}, SECRET, NEW, 404},
+	{"without the secret in force", {NULL, SECRET, VIEW}, NULL, NEW, 403},
+	{"a wrong secret in force", {NULL, SECRET, VIEW}, SECRET "x", NEW, 403},
+	{"the view secret is not the secret", {NULL, SECRET, VIEW}, VIEW, NEW, 403},
+	{"no new secret", {NULL, SECRET, VIEW}, SECRET, NULL, 400},
+	{"a short new secret", {NULL, SECRET, VIEW}, SECRET, "abc", 400},
+	{"a new secret with other characters", {NULL, SECRET, VIEW}, SECRET, NEW "&view=x", 400},
+	{"a new secret of 128 characters", {NULL, SECRET, VIEW}, SECRET,
+	 NEW NEW NEW NEW "0123456789abcdef", 400},
+};
+
+START_TEST(rekey_table)
+{
+	struct vnc_request r = {.method = "POST",
+				.target = "/cloche/rekey",
+				.secret_now = rekeys[_i].now,
+				.secret_new = rekeys[_i].next};
+	const char *why = NULL;
+	int got = vnc_request_rekey(&rekeys[_i].g, &r, &why);
+
+	ck_assert_msg(got == rekeys[_i].want, "%s: %d (%s)", rekeys[_i].name, got, why ? why : "");
+	if (got)
+		ck_assert_msg(why && *why, "%s: no reason", rekeys[_i].name);
+}
+END_TEST
+
 /* ---- the "/" redirect ---- */
 
 static const struct {
@@ -354,6 +398,7 @@ Suite *suite_vnc_request(void)
 	tcase_add_test(tc, read_strings);
 	tcase_add_test(tc, read_too_large);
 	tcase_add_loop_test(tc, guard_table, 0, (int)(sizeof(guards) / sizeof(guards[0])));
+	tcase_add_loop_test(tc, rekey_table, 0, (int)(sizeof(rekeys) / sizeof(rekeys[0])));
 	tcase_add_loop_test(tc, location_table, 0, (int)(sizeof(locations) / sizeof(locations[0])));
 	tcase_add_test(tc, location_too_long);
 	suite_add_tcase(s, tc);
