@@ -2,6 +2,7 @@
  * ours, so this speaks only what they answer: a head, then a body of
  * Content-Length bytes. */
 #include "node-agent/na_ghttp.h"
+#include "node-agent/na_netns.h"
 
 #include "common/util.h"
 
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 bool na_ghttp_header(const char *head, const char *name, char *out, size_t len)
@@ -31,6 +34,20 @@ bool na_ghttp_header(const char *head, const char *name, char *out, size_t len)
 		}
 	}
 	return false;
+}
+
+int na_ghttp_connect(const char *id, int port, int connect_ms, int io_s, struct err *e)
+{
+	struct timeval tv = {io_s, 0};
+	struct linger lg = {1, 0};
+	int fd = na_netns_connect(id, port, connect_ms, e);
+
+	if (fd == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
 }
 
 int na_ghttp_exchange(int fd, const char *method, const char *path, int port, const char *hdrs,

@@ -1,9 +1,9 @@
 /* HTTP/1.1 with the servers inside a sandbox (cloche-init's health port,
- * mcp-desktop, cloche-rec), on a connection the caller opened into the
- * sandbox's netns: one request,
- * one answer with a Content-Length, the connection kept for the next one.
- * The caller closes it with a reset (SO_LINGER {1,0}), so no TIME_WAIT is
- * left inside to refuse a checkpoint (docs/hibernation.md). */
+ * mcp-desktop, cloche-rec, cloche-vnc), on a connection na_ghttp_connect()
+ * opened into the sandbox's netns: one request, one answer with a
+ * Content-Length, the connection kept for the next one.  The connection
+ * closes with a reset (SO_LINGER {1,0}), so no TIME_WAIT is left inside to
+ * refuse a checkpoint (docs/hibernation.md). */
 #ifndef CLOCHE_NA_GHTTP_H
 #define CLOCHE_NA_GHTTP_H
 
@@ -12,6 +12,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The ports of the servers in a sandbox the node speaks to. */
+#define NA_HEALTH_PORT 8080  /* cloche-init's health */
+#define NA_DESKTOP_PORT 8100 /* mcp-desktop */
+#define NA_REC_PORT 8070     /* cloche-rec */
+#define NA_VNC_PORT 6080     /* cloche-vnc's web port */
+
+/* A connection to port in sandbox id's netns (na_netns_connect, within
+ * connect_ms), set to close with a reset and to give up on a read or a
+ * write after io_s seconds.  The fd, or -1 with e set. */
+int na_ghttp_connect(const char *id, int port, int connect_ms, int io_s, struct err *e);
 
 /* Sends `method path` to 10.0.2.15:port with the extra header lines hdrs
  * ("Name: value\r\n" each, may be "") and body (NULL: none), then reads the

@@ -26,7 +26,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define REC_PORT 8070
 #define REC_DIR "var/lib/cloche/rec"
 #define TRACE_FILE "var/lib/cloche/trace/trace.jsonl"
 #define REC_RECORD_MAX (64u << 10)
@@ -59,8 +58,6 @@ static json_t *call_rec(struct na_node *n, const char *id, const char *method, c
 	char state[32], secret[64], hdrs[200];
 	AUTOBUF struct buf b = BUF_INIT(REC_RECORD_MAX);
 	AUTOFREE char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	struct timeval tv = {25, 0};
-	struct linger lg = {1, 0};
 	AUTOCLOSE int fd = -1;
 	const char *ans;
 	json_t *j;
@@ -77,17 +74,14 @@ static json_t *call_rec(struct na_node *n, const char *id, const char *method, c
 		err_http(e, 409, "sandbox `%s` was made before recordings (no recorder secret)", id);
 		return NULL;
 	}
-	fd = na_netns_connect(id, REC_PORT, 2000, e);
+	fd = na_ghttp_connect(id, NA_REC_PORT, 2000, 25, e);
 	if (fd == -1) {
 		e->http_status = 502;
 		return NULL;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	snprintf(hdrs, sizeof(hdrs), "Content-Type: application/json\r\nX-Cloche-Rec-Secret: %s\r\n",
 		 secret);
-	st = na_ghttp_exchange(fd, method, path, REC_PORT, hdrs, text, REC_RECORD_MAX, &b, &ans, e);
+	st = na_ghttp_exchange(fd, method, path, NA_REC_PORT, hdrs, text, REC_RECORD_MAX, &b, &ans, e);
 	explicit_bzero(hdrs, sizeof(hdrs));
 	explicit_bzero(secret, sizeof(secret));
 	if (st == -1) {

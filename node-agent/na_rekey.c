@@ -1,7 +1,6 @@
 /* New secrets for a fork child's cloche-vnc and cloche-rec; see na_rekey.h. */
 #include "node-agent/na_rekey.h"
 #include "node-agent/na_ghttp.h"
-#include "node-agent/na_netns.h"
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -11,11 +10,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-
-#define VNC_PORT 6080
-#define REC_PORT 8070
 
 /* One POST into the sandbox.  1 when it answered 200, 0 when nothing
  * listens on the port, -1 with e set otherwise. */
@@ -23,9 +17,7 @@ static int post(const char *id, int port, const char *path, const char *hdrs, co
 		struct err *e)
 {
 	AUTOBUF struct buf b = BUF_INIT(16u << 10);
-	struct timeval tv = {10, 0};
-	struct linger lg = {1, 0};
-	AUTOCLOSE int fd = na_netns_connect(id, port, 2000, e);
+	AUTOCLOSE int fd = na_ghttp_connect(id, port, 2000, 10, e);
 	const char *ans;
 	int st;
 
@@ -36,9 +28,6 @@ static int post(const char *id, int port, const char *path, const char *hdrs, co
 		}
 		return -1;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	st = na_ghttp_exchange(fd, "POST", path, port, hdrs, body, b.max, &b, &ans, e);
 	if (st == -1)
 		return -1;
@@ -57,14 +46,14 @@ int na_rekey(struct na_sb *s, struct err *e)
 	if (s->vnc_secret[0]) {
 		snprintf(hdrs, sizeof(hdrs), "X-Cloche-Secret: %s\r\nX-Cloche-New-Secret: %s\r\n",
 			 s->vnc_secret, vnc);
-		rc = took_vnc = post(s->id, VNC_PORT, "/cloche/rekey", hdrs, NULL, e);
+		rc = took_vnc = post(s->id, NA_VNC_PORT, "/cloche/rekey", hdrs, NULL, e);
 	}
 	if (rc != -1 && s->desk.rec_secret[0]) {
 		snprintf(hdrs, sizeof(hdrs),
 			 "Content-Type: application/json\r\nX-Cloche-Rec-Secret: %s\r\n",
 			 s->desk.rec_secret);
 		snprintf(body, sizeof(body), "{\"secret\":\"%s\"}", rec);
-		rc = took_rec = post(s->id, REC_PORT, "/rekey", hdrs, body, e);
+		rc = took_rec = post(s->id, NA_REC_PORT, "/rekey", hdrs, body, e);
 	}
 	explicit_bzero(hdrs, sizeof(hdrs));
 	explicit_bzero(body, sizeof(body));

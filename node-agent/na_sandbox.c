@@ -34,7 +34,6 @@
 
 #define NA_READY_TIMEOUT_MS 180000
 #define NA_STOP_WAIT_MS 8000
-#define NA_HEALTH_PORT 8080
 
 const struct na_limits na_default_limits = {2048, 1, 1024};
 
@@ -497,21 +496,14 @@ int na_teardown(struct na_node *n, const char *id, struct err *e)
 int na_sandbox_get(const char *id, const char *path, struct buf *body)
 {
 	struct err e = ERR_INIT;
-	AUTOCLOSE int fd = na_netns_connect(id, NA_HEALTH_PORT, 1000, &e);
+	AUTOCLOSE int fd = na_ghttp_connect(id, NA_HEALTH_PORT, 1000, 2, &e);
 	size_t max = body ? body->max : 1 << 16;
 	AUTOBUF struct buf answer = BUF_INIT(max + 8192); /* the body and its head */
-	struct timeval tv = {2, 0};
-	struct linger lg = {1, 0};
 	const char *got;
 	int status;
 
 	if (fd == -1)
 		return 0;
-	/* Closed with a reset whatever happens: no TIME_WAIT is left in the
-	 * sandbox to refuse a checkpoint. */
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	status = na_ghttp_exchange(fd, "GET", path, NA_HEALTH_PORT, "", NULL, max, &answer, &got,
 				   &e);
 	if (status <= 0)

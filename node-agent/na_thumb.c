@@ -27,7 +27,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define DESKTOP_PORT 8100
 #define SCREEN_W 1280 /* the display every sandbox gets (na_spec.c) */
 #define SCREEN_H 800
 #define MAX_ANSWER (4u << 20)
@@ -43,7 +42,7 @@ static int exchange(int fd, const char *method, const char *session, const char 
 		 "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
 		 "MCP-Protocol-Version: 2025-06-18\r\n%s%s%s",
 		 session ? "Mcp-Session-Id: " : "", session ? session : "", session ? "\r\n" : "");
-	return na_ghttp_exchange(fd, method, "/mcp", DESKTOP_PORT, hdrs, body, MAX_ANSWER, out,
+	return na_ghttp_exchange(fd, method, "/mcp", NA_DESKTOP_PORT, hdrs, body, MAX_ANSWER, out,
 				 bodyp, e);
 }
 
@@ -52,8 +51,6 @@ json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct e
 	char state[32], session[128], call[256];
 	AUTOBUF struct buf b = BUF_INIT(MAX_ANSWER);
 	uint64_t t0 = util_now_ms();
-	struct timeval tv = {5, 0};
-	struct linger lg = {1, 0};
 	AUTOCLOSE int fd = -1;
 	json_t *ans = NULL, *out = NULL, *item;
 	const char *data = NULL, *body;
@@ -73,13 +70,9 @@ json_t *na_node_thumbnail(struct na_node *n, const char *id, int width, struct e
 			 id, state);
 		return NULL;
 	}
-	fd = na_netns_connect(id, DESKTOP_PORT, 2000, e);
+	fd = na_ghttp_connect(id, NA_DESKTOP_PORT, 2000, 5, e);
 	if (fd == -1)
 		goto fail;
-	/* Closed with a reset whatever happens: nothing lingers inside. */
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	st = exchange(fd, "POST", NULL,
 		      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
 		      "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
