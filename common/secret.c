@@ -8,6 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+bool secret_token_ok(const char *s, size_t n)
+{
+	return s && n >= SECRET_TOKEN_MIN && n <= SECRET_TOKEN_MAX && util_token_chars(s, n);
+}
+
 bool secret_equal(const void *given, size_t given_len, const void *secret, size_t secret_len)
 {
 	const volatile unsigned char *g = given, *s = secret;

@@ -19,6 +19,14 @@
  * everything" says so itself. */
 bool secret_equal(const void *given, size_t given_len, const void *secret, size_t secret_len);
 
+#define SECRET_TOKEN_MIN 16  /* characters of a sandbox secret, at least */
+#define SECRET_TOKEN_MAX 127 /* ... and at most */
+
+/* True when s[0..n) may be a sandbox secret that a node hands a server in
+ * the sandbox (cloche-vnc's and cloche-rec's rekey): SECRET_TOKEN_MIN to
+ * SECRET_TOKEN_MAX base64url characters (util_token_chars). */
+bool secret_token_ok(const char *s, size_t n);
+
 /* Reads a credential from the first line of file path into out (cap bytes,
  * NUL-terminated): the line without its end ("\n" or "\r\n") and without
  * trailing spaces or tabs, so `echo` and editors can write one.  It must

@@ -32,7 +32,7 @@
 struct app {
 	struct hsrv *srv;
 	struct recorder *rec;
-	char secret[128];
+	char secret[SECRET_TOKEN_MAX + 1];
 };
 
 static const struct cfg_opt rec_opts_tab[] = {
@@ -125,7 +125,6 @@ static void h_rekey(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
 	const char *s = NULL;
-	size_t n;
 
 	if (!allowed(a, req, resp))
 		return;
@@ -135,8 +134,7 @@ static void h_rekey(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp
 		resp_err(resp, &e);
 		return;
 	}
-	n = strlen(s);
-	if (n < 16 || n >= sizeof(a->secret) || !util_token_chars(s, n)) {
+	if (!secret_token_ok(s, strlen(s))) {
 		hsrv_resp_error(resp, 400, NULL, "`secret` must be 16-127 base64url characters");
 		return;
 	}

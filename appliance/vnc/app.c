@@ -22,6 +22,7 @@
 #include "resize.h"
 #include "server.h"
 
+#include "common/secret.h"
 #include "common/log.h"
 #include "common/sbtoken.h"
 #include "common/util.h"
@@ -54,7 +55,7 @@ struct vnc_app {
 	struct vnc_resize *resize;
 	int rfb_fd;
 	int sig_fd;
-	char secret[VNC_SECRET_MAX + 1]; /* the sandbox's secret, what the guard checks */
+	char secret[SECRET_TOKEN_MAX + 1]; /* the sandbox's secret, what the guard checks */
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
 	struct pollfd fds[MAX_POLL];
 };
@@ -165,7 +166,7 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 		}
 	}
 	if (o->secret && strlen(o->secret) >= sizeof(app->secret)) {
-		err_set(e, 0, "the secret is longer than %d characters", VNC_SECRET_MAX);
+		err_set(e, 0, "the secret is longer than %d characters", SECRET_TOKEN_MAX);
 		goto fail;
 	}
 	if (o->secret)

@@ -218,8 +218,6 @@ static bool query_has(const char *target, const char *key, const char *value)
 
 int vnc_request_rekey(const struct vnc_http_guard *g, const struct vnc_request *r, const char **why)
 {
-	size_t n;
-
 	if (!g->secret) {
 		*why = "this server has no secret to replace";
 		return 404;
@@ -229,8 +227,7 @@ int vnc_request_rekey(const struct vnc_http_guard *g, const struct vnc_request *
 		*why = "X-Cloche-Secret is not the secret in force";
 		return 403;
 	}
-	n = r->secret_new ? strlen(r->secret_new) : 0;
-	if (n < VNC_SECRET_MIN || n > VNC_SECRET_MAX || !util_token_chars(r->secret_new, n)) {
+	if (!r->secret_new || !secret_token_ok(r->secret_new, strlen(r->secret_new))) {
 		*why = "X-Cloche-New-Secret must be 16-127 base64url characters";
 		return 400;
 	}

@@ -77,12 +77,9 @@ void vnc_request_read(char *buf, size_t n, struct vnc_request *r);
 int vnc_request_guard(const struct vnc_http_guard *g, const struct vnc_request *r, bool *control,
 		      const char **why);
 
-#define VNC_SECRET_MIN 16  /* characters of a secret, at least */
-#define VNC_SECRET_MAX 127 /* ... and at most */
-
 /* Whether rekey request r may replace guard g's secret: it must carry the
  * secret in force as X-Cloche-Secret (compared in constant time) and the
- * new one as X-Cloche-New-Secret (VNC_SECRET_MIN-VNC_SECRET_MAX base64url
+ * new one as X-Cloche-New-Secret (secret_token_ok: 16-127 base64url
  * characters).  A fork child and a sandbox restored elsewhere wake with
  * their parent's secret in memory; their node sends this before anyone
  * may connect, so that no secret opens two sandboxes.  0, or 404 (this

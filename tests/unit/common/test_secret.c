@@ -119,6 +119,23 @@ START_TEST(read_file_table)
 }
 END_TEST
 
+/* The shape of a secret a node hands a server in a sandbox. */
+START_TEST(token_shape)
+{
+	char s[SECRET_TOKEN_MAX + 2];
+
+	memset(s, 'a', sizeof(s));
+	ck_assert(secret_token_ok(s, SECRET_TOKEN_MIN));
+	ck_assert(secret_token_ok(s, SECRET_TOKEN_MAX));
+	ck_assert(!secret_token_ok(s, SECRET_TOKEN_MIN - 1));
+	ck_assert(!secret_token_ok(s, SECRET_TOKEN_MAX + 1));
+	ck_assert(secret_token_ok("Zx9_k-2PqLmN4tVw8yB1cD0e", 24));
+	ck_assert(!secret_token_ok("Zx9_k-2PqLmN4tVw8yB1cD0=", 24));
+	ck_assert(!secret_token_ok("Zx9_k-2PqLmN4tVw8yB1&view=x", 27));
+	ck_assert(!secret_token_ok(NULL, 20));
+}
+END_TEST
+
 START_TEST(read_file_missing)
 {
 	struct err e = ERR_INIT;
@@ -141,6 +158,7 @@ Suite *suite_secret(void)
 	tcase_add_test(tc, equal_every_position);
 	tcase_add_loop_test(tc, read_file_table, 0, (int)(sizeof(files) / sizeof(files[0])));
 	tcase_add_test(tc, read_file_missing);
+	tcase_add_test(tc, token_shape);
 	suite_add_tcase(s, tc);
 	return s;
 }
