@@ -55,9 +55,9 @@ static int save_to(const char *fname, const struct buf *b)
 	FILE *f = out ? stdout : fopen(fname, "wb");
 
 	/* On a terminal, the bytes are the agent's (the trace is its own
-	 * account): cli_term_write shows its control characters. */
-	if (!f || (out ? cli_term_write(f, b->data ? b->data : "", b->len) == -1
-		       : fwrite(b->data ? b->data : "", 1, b->len, f) != b->len) ||
+	 * account): cli_term_write shows its control characters, and writes
+	 * a file or a pipe as it is. */
+	if (!f || cli_term_write(f, b->data ? b->data : "", b->len) == -1 ||
 	    (!out && fclose(f) != 0))
 		return cli_fail(1, "write `%s`: %s", fname, strerror(errno));
 	if (!out)

@@ -71,8 +71,10 @@ static int on_rekey(void *ctx, const char *secret, struct err *e)
 	if (strlen(secret) >= sizeof(app->secret) ||
 	    sbtoken_view_secret(secret, view, sizeof(view)) == -1)
 		return err_set(e, 0, "no view secret for the new secret");
-	if (vnc_server_set_secret(app->srv, secret, e) == -1)
+	if (vnc_server_set_secret(app->srv, secret, view, e) == -1) {
+		explicit_bzero(view, sizeof(view));
 		return -1;
+	}
 	snprintf(app->secret, sizeof(app->secret), "%s", secret);
 	memcpy(app->view_secret, view, sizeof(view));
 	explicit_bzero(view, sizeof(view));

@@ -454,17 +454,18 @@ int vnc_server_clients(const struct vnc_server *s)
 	return s->clients;
 }
 
-int vnc_server_set_secret(struct vnc_server *s, const char *secret, struct err *e)
+int vnc_server_set_secret(struct vnc_server *s, const char *secret, const char *view,
+			  struct err *e)
 {
-	char *pw, *view;
+	char *pw, *vpw;
 
 	if (!s->passwords[1])
 		return 0; /* the password is a file's, or there is none */
 	pw = strdup(secret);
-	view = malloc(48);
-	if (!pw || !view || sbtoken_view_secret(secret, view, 48) == -1) {
+	vpw = strdup(view);
+	if (!pw || !vpw) {
 		free(pw);
-		free(view);
+		free(vpw);
 		return err_set(e, ENOMEM, "password");
 	}
 	for (int i = 0; i < 2; i++) {
@@ -472,7 +473,7 @@ int vnc_server_set_secret(struct vnc_server *s, const char *secret, struct err *
 		free(s->passwords[i]);
 	}
 	s->passwords[0] = pw;
-	s->passwords[1] = view;
+	s->passwords[1] = vpw;
 	return 0;
 }
 

@@ -83,10 +83,12 @@ void vnc_server_process(struct vnc_server *s);
 int vnc_server_clients(const struct vnc_server *s);
 
 /* Disconnects every viewer and frees the screen. */
-/* The sandbox's secret changed: when the VNC passwords are the secret and
- * its view secret (not a --password-file), they become the new ones.
- * Viewers already connected stay.  0, or -1 with e set (nothing changed). */
-int vnc_server_set_secret(struct vnc_server *s, const char *secret, struct err *e);
+/* The sandbox's secret changed to secret, whose view secret is view: when
+ * the VNC passwords are the secret and its view secret (not a
+ * --password-file), they become these.  Viewers already connected stay.
+ * 0, or -1 with e set (nothing changed). */
+int vnc_server_set_secret(struct vnc_server *s, const char *secret, const char *view,
+			  struct err *e);
 
 void vnc_server_free(struct vnc_server *s);
 

@@ -78,18 +78,18 @@ check "the cookie with another origin: 403" \
 	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Origin: http://$HB:$port")" = 403
 check "the cookie with its own origin: 200" \
 	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Origin: http://$HA:$port")" = 200
+# fetched SITE MODE DEST: the status of A's cookie on a request a browser
+# labels with these Sec-Fetch-Site/-Mode/-Dest values
+fetched() {
+	code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: $1" -H "Sec-Fetch-Mode: $2" \
+		-H "Sec-Fetch-Dest: $3"
+}
 check "the cookie in a frame or subresource of another sandbox's page (Sec-Fetch-Site: same-site): 403" \
-	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: same-site" \
-		-H "Sec-Fetch-Mode: navigate" -H "Sec-Fetch-Dest: iframe")" = 403
-check "... or of another site's (cross-site, no-cors): 403" \
-	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: cross-site" \
-		-H "Sec-Fetch-Mode: no-cors" -H "Sec-Fetch-Dest: image")" = 403
+	test "$(fetched same-site navigate iframe)" = 403
+check "... or of another site's (cross-site, no-cors): 403" test "$(fetched cross-site no-cors image)" = 403
 check "... but following a link from another site to it: 200" \
-	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: cross-site" \
-		-H "Sec-Fetch-Mode: navigate" -H "Sec-Fetch-Dest: document")" = 200
-check "... and its own pages' requests: 200" \
-	test "$(code "$HA" /echo -b "cloche_token=$TA" -H "Sec-Fetch-Site: same-origin" \
-		-H "Sec-Fetch-Mode: cors" -H "Sec-Fetch-Dest: empty")" = 200
+	test "$(fetched cross-site navigate document)" = 200
+check "... and its own pages' requests: 200" test "$(fetched same-origin cors empty)" = 200
 check "a domain-wide cloche_token another sandbox set does not lock A out (the browser sends both)" \
 	test "$(code "$HA" /echo -H "Cookie: cloche_token=$TB; cloche_token=$TA")" = 200
 hdrs=$(c "$HA" -D - -o /dev/null -H "Authorization: Bearer $TA" "http://$HA:$port/cookies?domain=$D")
