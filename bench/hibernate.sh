@@ -49,6 +49,8 @@ trap cleanup EXIT
 s3rver_start "$work/s3" "$s3_port" ckpt "$work/s3rver.log"
 s3_pid=$S3RVER_PID
 export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER
+CLOCHE_S3_SEAL_KEY=$(head -c 32 /dev/urandom | base64)
+export CLOCHE_S3_SEAL_KEY
 node_start --s3-endpoint "http://127.0.0.1:$s3_port" --s3-bucket ckpt --s3-prefix "$pre/" ||
 	die "the node agent did not start"
 

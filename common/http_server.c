@@ -8,10 +8,12 @@
  * and timers are lws sorted-usec-list entries. */
 #include "http_server.h"
 #include "http_status.h"
+#include "listenfd.h"
 #include "log.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <libwebsockets.h>
 #include <pthread.h>
@@ -49,6 +51,7 @@ struct hsrv {
 	struct hsrv_route routes[HSRV_MAX_ROUTES];
 	size_t nroutes;
 	size_t max_body;
+	int held_port;     /* the port of a listener init holds (listenfd.h), or 0 */
 	bool stopping;
 };
 
@@ -736,10 +739,30 @@ static void lws_log_emit(int level, const char *line)
 	log_emit(level == LLL_ERR ? LOG_ERROR : LOG_WARN, msg, "{s:s}", "lib", "lws");
 }
 
+/* Connections on a listener init holds: accepted here and handed to lws
+ * as if its own listener had accepted them. */
+static int accept_held(void *ud, int fd)
+{
+	struct hsrv *srv = ud;
+
+	for (int i = 0; fd >= 0 && i < 64; i++) {
+		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (c == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break; /* EAGAIN, or out of fds: the next readiness retries */
+		}
+		lws_adopt_socket_vhost(srv->vh, c); /* closes c when it fails */
+	}
+	return 0;
+}
+
 struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 {
 	struct lws_context_creation_info info;
 	struct hsrv *srv = calloc(1, sizeof(*srv));
+	int held;
 
 	if (!srv) {
 		err_set(e, ENOMEM, "http server");
@@ -763,7 +786,8 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 		free(srv);
 		return NULL;
 	}
-	info.port = o->port < 0 ? CONTEXT_PORT_NO_LISTEN : o->port;
+	held = o->port > 0 ? listenfd_take(o->port) : -1;
+	info.port = o->port < 0 || held >= 0 ? CONTEXT_PORT_NO_LISTEN : o->port;
 	info.iface = o->listen;
 	/* An idle keep-alive connection is left for the client to close: a
 	 * server that closes first holds the TIME_WAIT, and inside a sandbox
@@ -778,6 +802,15 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 		pthread_mutex_destroy(&srv->tasks_mu);
 		free(srv);
 		return NULL;
+	}
+	if (held >= 0) {
+		srv->held_port = o->port;
+		if (fcntl(held, F_SETFL, fcntl(held, F_GETFL) | O_NONBLOCK) == -1 ||
+		    hsrv_watch(srv, held, accept_held, srv, e)) {
+			err_wrap(e, "port %d from init", o->port);
+			hsrv_free(srv);
+			return NULL;
+		}
 	}
 	return srv;
 }
@@ -828,7 +861,7 @@ int hsrv_route(struct hsrv *srv, const char *method, const char *pattern, hsrv_h
 
 int hsrv_port(struct hsrv *srv)
 {
-	int p = lws_get_vhost_listen_port(srv->vh);
+	int p = srv->held_port ? srv->held_port : lws_get_vhost_listen_port(srv->vh);
 	return p > 0 ? p : -1;
 }
 

@@ -22,6 +22,7 @@
 #                           /etc/cloche/credentials over ssh (node)
 #   --node-credential FILE / --token-key FILE   the same, from files
 #   --s3-endpoint URL --s3-bucket B [--s3-region R] [--s3-prefix P] --s3-credential FILE
+#   --s3-seal-key FILE (the key that seals manifests: the same file on every node)
 #                           L2 checkpoints in S3 (node; FILE: access key and secret, two lines)
 #   --root DIR              install under DIR instead of / (users, builds and
 #                           systemd are then left alone: for a look or a test)
@@ -41,7 +42,7 @@ role=$1
 shift
 case $role in portal | node | all) ;; -h | --help) usage ;; *) die "the role is portal, node or all, not \`$role\`" ;; esac
 portal_url= domain= advertise= peers= allowed= warm=2 maxsb=32 from= cred_file= key_file=
-s3_endpoint= s3_bucket= s3_region= s3_prefix= s3_cred= root= build=1 start=1
+s3_endpoint= s3_bucket= s3_region= s3_prefix= s3_cred= s3_seal= root= build=1 start=1
 while (($#)); do
 	opt=$1
 	case $opt in
@@ -69,6 +70,7 @@ while (($#)); do
 	--s3-region) s3_region=$v ;;
 	--s3-prefix) s3_prefix=$v ;;
 	--s3-credential) s3_cred=$v ;;
+	--s3-seal-key) s3_seal=$v ;;
 	--root) root=$v ;;
 	*) die "unknown option \`$opt\`" ;;
 	esac
@@ -93,10 +95,13 @@ if ((node)); then
 		[[ -n $from || (-n $cred_file && -n $key_file) ]] ||
 			die "a node needs the portal's secrets: --credentials-from HOST, or --node-credential FILE --token-key FILE"
 	fi
-	if [[ -n $s3_endpoint$s3_bucket$s3_cred ]]; then
-		[[ -n $s3_endpoint && -n $s3_bucket && -n $s3_cred ]] ||
-			die "S3 needs --s3-endpoint, --s3-bucket and --s3-credential together"
+	if [[ -n $s3_endpoint$s3_bucket$s3_cred$s3_seal ]]; then
+		[[ -n $s3_endpoint && -n $s3_bucket && -n $s3_cred && -n $s3_seal ]] ||
+			die "S3 needs --s3-endpoint, --s3-bucket, --s3-credential and --s3-seal-key together"
 		[[ -r $s3_cred ]] || die "--s3-credential \`$s3_cred\` cannot be read"
+		[[ -r $s3_seal ]] || die "--s3-seal-key \`$s3_seal\` cannot be read"
+		(($(head -n 1 "$s3_seal" | tr -d ' \t\r\n' | wc -c) >= 32)) ||
+			die "--s3-seal-key \`$s3_seal\` needs at least 32 characters on its first line (head -c 32 /dev/urandom | base64)"
 	fi
 fi
 for f in "$cred_file" "$key_file"; do [[ -z $f || -r $f ]] || die "\`$f\` cannot be read"; done
@@ -163,6 +168,7 @@ fi
 put_secret node.cred "$cred_file"
 put_secret token.key "$key_file"
 [[ -z $s3_cred ]] || put_secret s3 "$s3_cred"
+[[ -z $s3_seal ]] || put_secret s3-seal "$s3_seal"
 
 # conf NAME: /etc/cloche/NAME.conf from deploy/etc/NAME.conf with this
 # installation's values, unless it exists.
@@ -184,7 +190,8 @@ conf() {
 	if [[ $1 == node && -n $s3_endpoint ]]; then
 		sed -i -e "s|^#s3-endpoint = .*|s3-endpoint = $s3_endpoint|" -e "s|^#s3-bucket = .*|s3-bucket = $s3_bucket|" \
 			-e "s|^#s3-region = .*|s3-region = ${s3_region:-us-east-1}|" -e "s|^#s3-prefix = .*|s3-prefix = $s3_prefix|" \
-			-e "s|^#s3-credential-file = .*|s3-credential-file = /etc/cloche/credentials/s3|" "$dst.tmp"
+			-e "s|^#s3-credential-file = .*|s3-credential-file = /etc/cloche/credentials/s3|" \
+			-e "s|^#s3-seal-key-file = .*|s3-seal-key-file = /etc/cloche/credentials/s3-seal|" "$dst.tmp"
 	fi
 	if [[ $1 == node && $role == all ]]; then
 		sed -i 's|^listen = 0.0.0.0|listen = 127.0.0.1|' "$dst.tmp"

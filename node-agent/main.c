@@ -10,6 +10,7 @@
 #include "node-agent/na_heartbeat.h"
 #include "node-agent/na_s3.h"
 #include "node-agent/na_sandbox.h"
+#include "node-agent/na_seal.h"
 #include "node-agent/na_test.h"
 
 #include "common/cfg.h"
@@ -66,6 +67,10 @@ static const struct cfg_opt opts[] = {
 	{"s3-bucket", CFG_STR, "cloche", "the bucket of offloaded checkpoints and templates"},
 	{"s3-region", CFG_STR, "us-east-1", "the bucket's region (signed into every request)"},
 	{"s3-prefix", CFG_STR, "cloche/", "prefix of every key this node writes"},
+	{"s3-seal-key-file", CFG_STR, NULL,
+	 "file with the key (at least 32 characters) that seals the manifests this node writes to "
+	 "S3 and checks those it reads; every node of a bucket needs the same one, nothing else "
+	 "should have it (default: the environment, CLOCHE_S3_SEAL_KEY)"},
 	{"s3-credential-file", CFG_STR, NULL,
 	 "file with the access key and the secret key on two lines (default: the environment: "
 	 "CLOCHE_S3_ACCESS_KEY/CLOCHE_S3_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"},
@@ -263,6 +268,31 @@ static struct na_s3 *open_s3(struct cfg *c, struct err *e)
 	return s3;
 }
 
+/* The seal key of the manifests in S3 (na_seal.h), from its file or the
+ * environment; L2 is refused without one. */
+static int open_seal(struct cfg *c, struct na_seal *k, struct err *e)
+{
+	const char *path = cfg_str(c, "s3-seal-key-file");
+	const char *env = getenv("CLOCHE_S3_SEAL_KEY");
+	char key[512];
+	int rc;
+
+	if (path) {
+		if (secret_read_file(path, key, sizeof(key), NA_SEAL_KEY_MIN, e) == -1)
+			return err_wrap(e, "--s3-seal-key-file");
+	} else if (env && *env) {
+		snprintf(key, sizeof(key), "%s", env);
+	} else {
+		return err_set(e, 0, "--s3-endpoint needs a seal key for its manifests: "
+				     "--s3-seal-key-file, or CLOCHE_S3_SEAL_KEY (at least %d characters, "
+				     "the same on every node of the bucket)",
+			       NA_SEAL_KEY_MIN);
+	}
+	rc = na_seal_init(k, key, strlen(key), e);
+	explicit_bzero(key, sizeof(key));
+	return rc;
+}
+
 /* `cloche-node s3 ...`: the S3 client alone, configured from the environment. */
 static int s3_command(struct cfg *c, char *const *args, size_t n)
 {
@@ -289,6 +319,7 @@ static const struct daemon_opts start = {
 int main(int argc, char **argv)
 {
 	struct na_s3 *s3 = NULL;
+	struct na_seal seal;
 	struct err e = ERR_INIT;
 	struct daemon d;
 	struct cfg *c;
@@ -315,6 +346,7 @@ int main(int argc, char **argv)
 	}
 	read_credential(&a, cfg_str(c, "credential-file"));
 
+	memset(&no, 0, sizeof(no));
 	no.pool = cfg_str(c, "pool");
 	no.runsc_root = cfg_str(c, "runsc-root");
 	no.template_name = cfg_str(c, "template-name");
@@ -328,10 +360,10 @@ int main(int argc, char **argv)
 	no.s3 = NULL;
 	no.s3_prefix = cfg_str(c, "s3-prefix");
 	if (*cfg_str(c, "s3-endpoint")) {
-		s3 = open_s3(c, &e);
-		if (!s3)
+		if (open_seal(c, &seal, &e) == -1 || !(s3 = open_s3(c, &e)))
 			daemon_die(1, "bad configuration", &e);
 		no.s3 = s3;
+		no.seal = &seal;
 	}
 	no.proxy_admin = cfg_str(c, "proxy-admin");
 	no.credential = a.cred;
@@ -439,6 +471,7 @@ int main(int argc, char **argv)
 	hsrv_free(a.srv);
 	na_node_free(a.node);
 	na_s3_free(s3);
+	explicit_bzero(&seal, sizeof(seal));
 	na_egress_free(a.egress);
 	daemon_end(&d);
 	log_info("stopped", NULL);

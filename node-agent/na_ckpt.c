@@ -114,8 +114,10 @@ static void settle(struct na_node *n, const struct na_sb *c, json_t *figures)
 		snprintf(s->last_error, sizeof(s->last_error), "%s", c->last_error);
 		s->wake_ms = c->wake_ms;
 		s->sandbox_pid = c->sandbox_pid;
-		/* a fork child's fresh secrets (na_rekey); the same ones otherwise */
+		/* fresh secrets of a fork child or a sandbox from S3 (na_rekey); the
+		 * same ones otherwise */
 		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", c->vnc_secret);
+		s->rekey = c->rekey;
 		snprintf(s->desk.rec_secret, sizeof(s->desk.rec_secret), "%s", c->desk.rec_secret);
 		if (figures) {
 			json_decref(s->checkpoint);
@@ -533,7 +535,8 @@ undo:
 /* Makes sandbox t run from generation directory gdir: a writable snapshot
  * of its rootfs, a fresh netns pair with the same inner address, the egress
  * listener, the spec, runsc restore, health 200, and with rekey (a fork
- * child) fresh secrets in its cloche-vnc and cloche-rec (t gets them).  On
+ * child, a sandbox restored from S3) fresh secrets in its cloche-vnc and
+ * cloche-rec (t gets them, and t->rekey is cleared).  On
  * -1 what it made is removed again (the generation is untouched). */
 static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, bool rekey,
 			struct err *e)
@@ -575,6 +578,7 @@ static int restore_into(struct na_node *n, struct na_sb *t, const char *gdir, bo
 	if (na_wait_ready(n, t->id, t0 + NA_RESTORE_TIMEOUT_MS, 20, log_path, e) == -1 ||
 	    (rekey && na_rekey(t, e) == -1))
 		goto fail;
+	t->rekey = false;
 	log_debug("restore steps", "{s:s, s:I, s:I, s:I, s:I, s:I}", "id", t->id, "cleanup_ms",
 		  (json_int_t)(t1 - t0), "snapshot_ms", (json_int_t)(t2 - t1), "netns_spec_ms",
 		  (json_int_t)(t3 - t2), "runsc_restore_ms", (json_int_t)(t4 - t3), "health_ms",
@@ -679,7 +683,7 @@ json_t *na_node_wake_run(struct na_node *n, const char *id, struct err *e)
 		return err_http(e, 500, "sandbox `%s` has no complete checkpoint to wake from", id),
 		       NULL;
 	}
-	if (restore_into(n, &c, gdir, false, e) == -1) {
+	if (restore_into(n, &c, gdir, c.rekey, e) == -1) {
 		snprintf(c.state, sizeof(c.state), "hibernated");
 		snprintf(c.last_error, sizeof(c.last_error), "wake failed: %.200s", e->msg);
 		count(n, &n->wake_failures);

@@ -8,6 +8,7 @@
 #include "node-agent/na_cmd.h"
 #include "node-agent/na_node.h"
 #include "node-agent/na_s3.h"
+#include "node-agent/na_seal.h"
 #include "node-agent/na_test.h"
 
 #include "common/digest.h"
@@ -88,9 +89,14 @@ static int publish_template(struct na_node *n, const char *tpl, const char *tmpd
 	if (na_btrfs_uuid(path, uuid_out, ulen, e) == -1)
 		return -1;
 	key_of(n, mkey, sizeof(mkey), "templates/%s/manifest.json", tpl);
-	if (na_s3_get_mem(n->s3, mkey, &b, NA_L2_MANIFEST_MAX, e) == 0) {
-		m = cj_parse(buf_str(&b), b.len, NA_L2_MANIFEST_MAX, CJ_MAX_DEPTH, NULL);
-		if (m && cj_get_str(m, "uuid", "", &u, NULL) == 0 && strcmp(u, uuid_out) == 0)
+	if (na_s3_get_mem(n->s3, mkey, &b, NA_L2_MANIFEST_MAX, e) == 0 &&
+	    !(m = na_unseal(&n->seal, b.data, b.len, e))) {
+		/* Not a node's (an older version's, or forged): ours replaces it. */
+		log_warn("the template's manifest in S3 fails its seal; publishing it again",
+			 "{s:s, s:s}", "template", tpl, "error", e->msg);
+		e->http_status = 404;
+	} else if (m) {
+		if (cj_get_str(m, "uuid", "", &u, NULL) == 0 && strcmp(u, uuid_out) == 0)
 			return 0;
 		/* Another node published the same name with other bytes: a
 		 * delta against ours would not apply there. */
@@ -111,7 +117,8 @@ static int publish_template(struct na_node *n, const char *tpl, const char *tmpd
 		      uuid_out, "key", key, "bytes", (json_int_t)file_size(file), "sha256", sha);
 	buf_reset(&b);
 	unlink(file);
-	if (!m || cj_dump_buf(m, &b, e) == -1 || na_s3_put_mem(n->s3, mkey, b.data, b.len, e) == -1)
+	if (!m || na_seal(&n->seal, m, &b, e) == -1 ||
+	    na_s3_put_mem(n->s3, mkey, b.data, b.len, e) == -1)
 		return -1;
 	log_info("template published to S3", "{s:s, s:s}", "template", tpl, "key", key);
 	return 0;
@@ -141,8 +148,12 @@ static int fetch_template(struct na_node *n, const char *tpl, const char *want_u
 	key_of(n, mkey, sizeof(mkey), "templates/%s/manifest.json", tpl);
 	if (na_s3_get_mem(n->s3, mkey, &b, NA_L2_MANIFEST_MAX, e) == -1)
 		return err_wrap(e, "template %s", tpl);
-	m = cj_parse(buf_str(&b), b.len, NA_L2_MANIFEST_MAX, CJ_MAX_DEPTH, e);
-	if (!m || cj_req_str(m, "key", &key, e) == -1 || cj_req_str(m, "sha256", &want_sha, e) == -1)
+	m = na_unseal(&n->seal, b.data, b.len, e);
+	if (!m)
+		return err_wrap(e, "template %s", tpl);
+	if (cj_req_str(m, "key", &key, e) == -1 || cj_req_str(m, "sha256", &want_sha, e) == -1 ||
+	    !json_is_string(json_object_get(m, "template")) ||
+	    strcmp(json_string_value(json_object_get(m, "template")), tpl) != 0)
 		return err_http(e, 502, "template %s: unreadable manifest in S3", tpl);
 	snprintf(file, sizeof(file), "%s/template.send.zst", tmpdir);
 	snprintf(raw, sizeof(raw), "%s/template.send", tmpdir);
@@ -259,16 +270,19 @@ json_t *na_node_offload_run(struct na_node *n, const char *id, struct err *e)
 	/* The manifest last: from here on the generation in S3 is whole. */
 	snprintf(p, sizeof(p), "%s/manifest.json", gdir);
 	local = cj_load_file(p, NA_L2_MANIFEST_MAX, NULL);
-	manifest = json_pack("{s:i, s:s, s:i, s:s, s:s, s:O, s:O, s:s, s:O, s:I}", "version", 1,
-			     "id", id, "generation", c.generation, "template", c.template,
-			     "template_uuid", uuid, "limits",
+	/* The secrets go sealed (na_seal.h); the restoring node replaces
+	 * them anyway, since the state objects hold them in memory images. */
+	manifest = json_pack("{s:i, s:s, s:i, s:s, s:s, s:O, s:O, s:{s:s, s:s}, s:O, s:I}",
+			     "version", 2, "id", id, "generation", c.generation, "template",
+			     c.template, "template_uuid", uuid, "limits",
 			     local ? json_object_get(local, "limits") : json_null(), "egress",
-			     local ? json_object_get(local, "egress") : json_null(), "vnc_secret",
-			     c.vnc_secret, "objects", objects, "bytes", (json_int_t)bytes);
-	if (manifest && local && json_is_object(json_object_get(local, "desktop")))
-		json_object_set(manifest, "desktop", json_object_get(local, "desktop"));
+			     local ? json_object_get(local, "egress") : json_null(), "secrets", "vnc",
+			     c.vnc_secret, "rec", c.desk.rec_secret, "objects", objects, "bytes",
+			     (json_int_t)bytes);
+	if (manifest)
+		json_object_set_new(manifest, "desktop", na_desk_json(&c.desk, false));
 	snprintf(key, sizeof(key), "%smanifest.json", prefix);
-	if (!manifest || cj_dump_buf(manifest, &b, e) == -1 ||
+	if (!manifest || na_seal(&n->seal, manifest, &b, e) == -1 ||
 	    na_s3_put_mem(n->s3, key, b.data, b.len, e) == -1)
 		goto fail;
 	na_rm_files(tmp);
@@ -364,7 +378,7 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 	char key[1600], part[1400], done[1400], tmp[1400], sbdir[1100], p[1600], z[1700], sha[65];
 	AUTOBUF struct buf b = BUF_INIT(NA_L2_MANIFEST_MAX);
 	AUTOJSON json_t *m = NULL, *local = NULL;
-	const char *tpl = NULL, *tuuid = NULL, *secret = NULL;
+	const char *tpl = NULL, *tuuid = NULL, *secret = "", *rsecret = "", *mid = NULL;
 	struct na_sb *s, c;
 	struct err e2 = ERR_INIT;
 	uint64_t t0 = util_now_ms();
@@ -380,12 +394,23 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 			err_http(e, 404, "no offloaded generation %d of `%s` in S3 (%s)", gen, id, key);
 		goto fail;
 	}
-	m = cj_parse(buf_str(&b), b.len, NA_L2_MANIFEST_MAX, CJ_MAX_DEPTH, e);
-	if (!m || cj_req_str(m, "template", &tpl, e) == -1 ||
+	/* The seal first: nothing the manifest names is fetched, let alone
+	 * received, unless a node of this cluster wrote it for this sandbox
+	 * and generation (a sealed manifest of another one moved here is
+	 * refused too). */
+	m = na_unseal(&n->seal, b.data, b.len, e);
+	if (!m) {
+		err_wrap(e, "sandbox `%s`", id);
+		goto fail;
+	}
+	if (cj_req_str(m, "template", &tpl, e) == -1 ||
 	    cj_req_str(m, "template_uuid", &tuuid, e) == -1 ||
 	    !json_is_array(json_object_get(m, "objects")) || !na_valid_template(tpl) ||
-	    !strchr(tpl, '@')) {
-		err_http(e, 502, "the manifest of `%s` in S3 is unreadable", id);
+	    !strchr(tpl, '@') || cj_get_str(m, "id", "", &mid, NULL) == -1 || strcmp(mid, id) != 0 ||
+	    json_integer_value(json_object_get(m, "generation")) != gen ||
+	    cj_get_str(json_object_get(m, "secrets"), "vnc", "", &secret, NULL) == -1 ||
+	    cj_get_str(json_object_get(m, "secrets"), "rec", "", &rsecret, NULL) == -1) {
+		err_http(e, 502, "the manifest of `%s` in S3 is unreadable, or is another sandbox's", id);
 		goto fail;
 	}
 	/* Whatever an earlier attempt left goes first. */
@@ -438,6 +463,14 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 	}
 	/* The generation, complete, as hibernate would have left it. */
 	local = json_deep_copy(m);
+	if (local) {
+		json_t *desk = json_object_get(local, "desktop");
+
+		json_object_del(local, "secrets");
+		json_object_set_new(local, "vnc_secret", json_string(secret));
+		if (json_is_object(desk))
+			json_object_set_new(desk, "rec_secret", json_string(rsecret));
+	}
 	snprintf(p, sizeof(p), "%s/manifest.json", part);
 	if (!local || na_json_save(p, local, e) == -1 || rename(part, done) == -1) {
 		if (!e->msg[0])
@@ -462,11 +495,13 @@ json_t *na_node_restore_run(struct na_node *n, const char *id, const json_t *bod
 			v = json_object_get(mlim, "cpus");
 		if (json_is_number(v))
 			s->lim.cpus = json_number_value(v);
-		if (cj_get_str(m, "vnc_secret", "", &secret, NULL) == 0)
-			snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
-		if (na_desk_parse(json_object_get(m, "desktop"), true, &s->desk, &e2) == -1)
+		snprintf(s->vnc_secret, sizeof(s->vnc_secret), "%s", secret);
+		if (na_desk_parse(json_object_get(m, "desktop"), false, &s->desk, &e2) == -1)
 			log_warn("unreadable desktop switches; using the defaults", "{s:s, s:s}", "id",
 				 id, "error", e2.msg);
+		snprintf(s->desk.rec_secret, sizeof(s->desk.rec_secret), "%s", rsecret);
+		/* The bucket's readers may have these: the wake replaces them. */
+		s->rekey = true;
 		v = json_object_get(body, "egress");
 		if (na_egress_policy_parse(v ? v : json_object_get(m, "egress"), &s->egress, &e2) == -1)
 			log_warn("unreadable egress policy; using none", "{s:s, s:s}", "id", id, "error",

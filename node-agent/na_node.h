@@ -6,6 +6,7 @@
 #define NA_NODE_H
 
 #include "node-agent/na_egress.h"
+#include "node-agent/na_seal.h"
 #include "node-agent/na_sandbox.h"
 #include "node-agent/na_spec.h"
 
@@ -31,6 +32,8 @@ struct na_sb {
 	bool pooled;        /* an unclaimed warm pool member */
 	bool claimed;       /* was a warm pool member, now someone's */
 	bool busy;          /* an egress change holds it (DELETE gets 409) */
+	bool rekey;         /* its next restore gives it new secrets (it came from S3,
+			     * whose readers may have seen the old ones) */
 	long long boot_ms;  /* create to ready; -1 when adopted */
 	int sandbox_pid;    /* runsc's sandbox process once ready, or -1 */
 	char reason[160];   /* why it is "failed" */
@@ -74,6 +77,7 @@ struct na_node {
 	char proxy_admin[256];      /* this node's cloche-proxy admin URL, "" for none */
 	char cred[256];             /* the node credential (for the proxy's admin API) */
 	struct na_s3 *s3;           /* L2; NULL when S3 is not configured (not owned) */
+	struct na_seal seal;        /* the keys of the manifests there (na_seal.h) */
 	char s3_prefix[256];        /* the keys' prefix, e.g. "cloche/" */
 	/* Checkpoint outcomes since start (capacity JSON). */
 	long long ckpt_ok, ckpt_failed, ckpt_refused, wakes, wake_failures;

@@ -91,6 +91,8 @@ struct na_node *na_node_new(const struct na_node_opts *o, struct err *e)
 	snprintf(n->proxy_admin, sizeof(n->proxy_admin), "%s", o->proxy_admin ? o->proxy_admin : "");
 	snprintf(n->cred, sizeof(n->cred), "%s", o->credential ? o->credential : "");
 	n->s3 = o->s3;
+	if (o->seal)
+		n->seal = *o->seal;
 	snprintf(n->s3_prefix, sizeof(n->s3_prefix), "%s", o->s3_prefix ? o->s3_prefix : "");
 	n->egress = o->egress;
 	n->max_sandboxes = o->max_sandboxes;

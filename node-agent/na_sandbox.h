@@ -19,6 +19,8 @@
 struct na_node;
 struct na_egress;
 
+struct na_seal;
+
 struct na_node_opts {
 	const char *pool;          /* btrfs pool root, e.g. /var/lib/cloche */
 	const char *runsc_root;    /* runsc --root */
@@ -30,6 +32,7 @@ struct na_node_opts {
 	const char *proxy_admin;   /* this node's cloche-proxy admin URL (drains); NULL: none */
 	const char *credential;    /* the node credential, for the proxy's admin API */
 	struct na_s3 *s3;          /* L2 (not owned); NULL: no offloads on this node */
+	const struct na_seal *seal; /* seals the manifests in S3 (copied); needed with s3 */
 	const char *s3_prefix;     /* the prefix of every key this node writes */
 };
 

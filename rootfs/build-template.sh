@@ -271,6 +271,48 @@ copy_tree() {
 
 # Every library our binaries link must be in the base: fail here, with the
 # fix, rather than in a sandbox at start.
+# The accounts of the services people and the node rely on (docs/security.md):
+# each its own uid, so the agent (uid 1000) can neither signal, ptrace nor
+# replace them.  name:uid:home:extra-group; homes are 0700 and theirs.
+# cloche-desk is also in the agent's group, to append to the action trace.
+SERVICE_USERS=(
+	"cloche-x:901:/var/lib/cloche/home/x:"
+	"cloche-vnc:902:/var/lib/cloche/home/vnc:"
+	"cloche-desk:903:/var/lib/cloche/home/desk:agent"
+	"cloche-rec:904:/var/lib/cloche/rec:"
+)
+
+add_service_users() {
+	local root="$1" entry name uid home extra
+	for entry in "${SERVICE_USERS[@]}"; do
+		IFS=: read -r name uid home extra <<<"$entry"
+		if ! grep -q "^$name:" "$root/etc/passwd"; then
+			awk -F: -v u="$uid" '$3 == u { bad = 1 } END { exit bad }' \
+				"$root/etc/passwd" "$root/etc/group" || die "uid/gid $uid already taken"
+			printf '%s:x:%d:%d:cloche %s service:%s:/usr/sbin/nologin\n' \
+				"$name" "$uid" "$uid" "$name" "$home" >>"$root/etc/passwd"
+			printf '%s:x:%d:\n' "$name" "$uid" >>"$root/etc/group"
+			printf '%s:!:%d:0:99999:7:::\n' "$name" "$(($(date +%s) / 86400))" >>"$root/etc/shadow"
+			[[ ! -e "$root/etc/gshadow" ]] || printf '%s:!::\n' "$name" >>"$root/etc/gshadow"
+		fi
+		if [[ -n "$extra" ]]; then
+			# Append name to the member list of group extra.
+			awk -F: -v g="$extra" -v m="$name" 'BEGIN { OFS = ":" }
+				$1 == g { n = split($4, a, ","); for (i = 1; i <= n; i++) if (a[i] == m) m = "";
+					  if (m != "") $4 = ($4 == "" ? m : $4 "," m) } { print }' \
+				"$root/etc/group" >"$root/etc/group.new" && mv "$root/etc/group.new" "$root/etc/group"
+			chmod 0644 "$root/etc/group"
+		fi
+		install -d -m 0700 -o "$uid" -g "$uid" "$root$home"
+	done
+	# The recorder's files are read by the node from the host side and by
+	# the MCP servers (the running recording); nobody else writes them.
+	chmod 0755 "$root/var/lib/cloche/rec"
+	# The trace is the agent's own account (docs/recording.md): its servers
+	# and mcp-desktop append to it through the agent's group.
+	chmod 2775 "$root/var/lib/cloche/trace"
+}
+
 check_libs() {
 	local root="$1" b missing out
 	missing=""
@@ -307,6 +349,7 @@ build_final() {
 	if [[ -d "$APPLIANCE_OVERLAY" ]]; then
 		copy_tree "$APPLIANCE_OVERLAY" "$tmp" || die "copy appliance/rootfs-overlay"
 	fi
+	add_service_users "$tmp"
 	cat >"$tmp/opt/cloche/TEMPLATE" <<-EOF
 		name=$NAME
 		digest=$digest

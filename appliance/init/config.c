@@ -5,13 +5,18 @@
 
 #include "common/util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define INIT_MAX_SERVICES 32
 
@@ -215,11 +220,12 @@ static int parse_probe(json_t *j, json_t *defaults, struct init_probe *p, struct
 		p->path = expand(json_string_value(x), defaults, e);
 		return p->path ? 0 : -1;
 	}
-	if ((x = json_object_get(j, "tcp"))) {
+	if ((x = json_object_get(j, "tcp")) || (x = json_object_get(j, "http"))) {
 		json_int_t port = json_integer_value(x);
+		bool http = !json_object_get(j, "tcp");
 		if (!json_is_integer(x) || port < 1 || port > 65535)
-			return err_set(e, 0, "ready.tcp must be a port number");
-		p->kind = INIT_PROBE_TCP;
+			return err_set(e, 0, "ready.%s must be a port number", http ? "http" : "tcp");
+		p->kind = http ? INIT_PROBE_HTTP : INIT_PROBE_TCP;
 		p->port = (int)port;
 		return 0;
 	}
@@ -230,7 +236,42 @@ static int parse_probe(json_t *j, json_t *defaults, struct init_probe *p, struct
 			return err_set(e, 0, "ready.exec[0] `%s` must be an absolute path", p->argv[0]);
 		return p->argv ? 0 : -1;
 	}
-	return err_set(e, 0, "ready needs one of unix, tcp or exec");
+	return err_set(e, 0, "ready needs one of unix, tcp, http or exec");
+}
+
+static int parse_listen(json_t *j, struct init_service *s, struct err *e)
+{
+	size_t i;
+	json_t *x;
+
+	for (i = 0; i < INIT_MAX_LISTEN; i++)
+		s->listen_fd[i] = -1;
+	if (!j)
+		return 0;
+	if (!json_is_array(j) || json_array_size(j) > INIT_MAX_LISTEN)
+		return err_set(e, 0, "listen must be an array of at most %d ports", INIT_MAX_LISTEN);
+	json_array_foreach(j, i, x) {
+		json_int_t port = json_integer_value(x);
+		if (!json_is_integer(x) || port < 1 || port > 65535)
+			return err_set(e, 0, "listen[%zu] must be a port number", i);
+		s->listen_port[s->nlisten++] = (int)port;
+	}
+	return 0;
+}
+
+/* Adds LISTEN_FDS=n to a service's environment when init holds its ports. */
+static int listen_env(struct init_service *s, struct err *e)
+{
+	size_t n = 0;
+	char *kv;
+
+	if (s->nlisten == 0)
+		return 0;
+	while (s->env[n])
+		n++;
+	if (asprintf(&kv, "LISTEN_FDS=%zu", s->nlisten) < 0 || strv_push(&s->env, &n, kv))
+		return err_set(e, ENOMEM, "environment");
+	return 0;
 }
 
 static void service_free(struct init_service *s)
@@ -243,6 +284,9 @@ static void service_free(struct init_service *s)
 	free(s->after);
 	free(s->probe.path);
 	strv_free(s->probe.argv);
+	for (size_t i = 0; i < s->nlisten; i++)
+		if (s->listen_fd[i] >= 0)
+			close(s->listen_fd[i]);
 }
 
 static int parse_service(json_t *j, json_t *root, struct init_service *s, struct err *e)
@@ -269,6 +313,11 @@ static int parse_service(json_t *j, json_t *root, struct init_service *s, struct
 	s->user = strdup(user);
 	s->uid = pw->pw_uid;
 	s->gid = pw->pw_gid;
+	s->ngroups = INIT_MAX_GROUPS;
+	if (getgrouplist(user, pw->pw_gid, s->groups, &s->ngroups) == -1)
+		return err_set(e, 0, "user `%s` is in more than %d groups", user, INIT_MAX_GROUPS);
+	if (parse_listen(json_object_get(j, "listen"), s, e))
+		return -1;
 	s->cwd = strdup(cwd ? cwd : pw->pw_dir);
 	if (!s->user || !s->cwd)
 		return err_set(e, ENOMEM, "service");
@@ -278,9 +327,69 @@ static int parse_service(json_t *j, json_t *root, struct init_service *s, struct
 	if (s->argv[0][0] != '/')
 		return err_set(e, 0, "argv[0] `%s` must be an absolute path", s->argv[0]);
 	s->env = build_env(pw, json_object_get(root, "env"), json_object_get(j, "env"), defaults, e);
-	if (!s->env)
+	if (!s->env || listen_env(s, e))
 		return -1;
 	return parse_probe(json_object_get(j, "ready"), defaults, &s->probe, e);
+}
+
+static int parse_dirs(json_t *j, struct init_config *c, struct err *e)
+{
+	size_t i;
+	json_t *d;
+
+	if (!j)
+		return 0;
+	if (!json_is_array(j) || json_array_size(j) > INIT_MAX_DIRS)
+		return err_set(e, 0, "dirs must be an array of at most %d objects", INIT_MAX_DIRS);
+	json_array_foreach(j, i, d) {
+		const char *path = json_string_value(json_object_get(d, "path"));
+		const char *user = json_string_value(json_object_get(d, "user"));
+		const char *group = json_string_value(json_object_get(d, "group"));
+		const char *mode = json_string_value(json_object_get(d, "mode"));
+		struct init_dir *x = &c->dirs[c->ndirs];
+		struct passwd *pw;
+		struct group *gr;
+		char *end;
+		long m;
+
+		if (!path || path[0] != '/' || strstr(path, "..") || !user || !mode)
+			return err_set(e, 0, "dirs[%zu] needs an absolute path, a user and a mode", i);
+		m = strtol(mode, &end, 8);
+		if (*end || m < 0 || m > 07777)
+			return err_set(e, 0, "dirs[%zu]: mode `%s` is not octal", i, mode);
+		if (!(pw = getpwnam(user)))
+			return err_set(e, 0, "dirs[%zu]: user `%s` does not exist", i, user);
+		x->uid = pw->pw_uid;
+		x->gid = pw->pw_gid;
+		if (group) {
+			if (!(gr = getgrnam(group)))
+				return err_set(e, 0, "dirs[%zu]: group `%s` does not exist", i, group);
+			x->gid = gr->gr_gid;
+		}
+		x->mode = (mode_t)m;
+		if (!(x->path = strdup(path)))
+			return err_set(e, ENOMEM, "dirs");
+		c->ndirs++;
+	}
+	return 0;
+}
+
+int init_dirs_make(const struct init_config *c, struct err *e)
+{
+	for (size_t i = 0; i < c->ndirs; i++) {
+		const struct init_dir *d = &c->dirs[i];
+		struct stat st;
+
+		if ((util_mkdir_parents(d->path, 0755) == -1 ||
+		     (mkdir(d->path, d->mode) == -1 && errno != EEXIST)))
+			return err_set(e, errno, "make `%s`", d->path);
+		/* Never follow a link someone left in the directory's place. */
+		if (lstat(d->path, &st) == -1 || !S_ISDIR(st.st_mode))
+			return err_set(e, ENOTDIR, "`%s` is not a directory", d->path);
+		if (lchown(d->path, d->uid, d->gid) == -1 || chmod(d->path, d->mode) == -1)
+			return err_set(e, errno, "own `%s`", d->path);
+	}
+	return 0;
 }
 
 static ssize_t find_service(const struct init_config *c, const char *name)
@@ -380,6 +489,8 @@ int init_config_parse(const char *text, struct init_config *c, struct err *e)
 	}
 	if ((x = json_object_get(root, "stop_timeout_ms")) && json_integer_value(x) > 0)
 		c->stop_timeout_ms = (unsigned)json_integer_value(x);
+	if (parse_dirs(json_object_get(root, "dirs"), c, e))
+		goto out;
 	c->svc = calloc(json_array_size(jsvcs), sizeof(*c->svc));
 	if (!c->svc) {
 		err_set(e, ENOMEM, "services");
@@ -397,6 +508,14 @@ int init_config_parse(const char *text, struct init_config *c, struct err *e)
 			goto out;
 		}
 	}
+	for (size_t i = 0; i < c->nsvc; i++)
+		for (size_t k = 0; k < c->svc[i].nlisten; k++)
+			for (size_t j = 0; j <= i; j++)
+				for (size_t l = 0; l < (j == i ? k : c->svc[j].nlisten); l++)
+					if (c->svc[j].listen_port[l] == c->svc[i].listen_port[k]) {
+						err_set(e, 0, "port %d is in listen twice", c->svc[i].listen_port[k]);
+						goto out;
+					}
 	rc = resolve_order(c, jsvcs, e);
 out:
 	json_decref(root);
@@ -427,6 +546,44 @@ void init_config_free(struct init_config *c)
 {
 	for (size_t i = 0; i < c->nsvc; i++)
 		service_free(&c->svc[i]);
+	for (size_t i = 0; i < c->ndirs; i++)
+		free(c->dirs[i].path);
 	free(c->svc);
 	memset(c, 0, sizeof(*c));
+}
+
+static int listen_one(int port, struct err *e)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	AUTOCLOSE int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (fd == -1)
+		return err_set(e, errno, "socket for port %d", port);
+	/* Neither SO_REUSEADDR nor SO_REUSEPORT: gVisor lets a second socket
+	 * bind 10.0.2.15:port beside a wildcard listener when both ask for
+	 * SO_REUSEADDR (measured; Linux refuses), and the more specific one
+	 * would then take the connections.  init binds once per boot. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 || listen(fd, 128) == -1)
+		return err_set(e, errno, "listen on port %d", port);
+	return take_fd(&fd);
+}
+
+int init_listen_open(struct init_config *c, struct err *e)
+{
+	for (size_t i = 0; i < c->nsvc; i++)
+		for (size_t k = 0; k < c->svc[i].nlisten; k++) {
+			int fd = listen_one(c->svc[i].listen_port[k], e);
+			if (fd == -1) {
+				for (size_t j = 0; j <= i; j++)
+					for (size_t l = 0; l < c->svc[j].nlisten; l++)
+						if (c->svc[j].listen_fd[l] >= 0) {
+							close(c->svc[j].listen_fd[l]);
+							c->svc[j].listen_fd[l] = -1;
+						}
+				return err_wrap(e, "service `%s`", c->svc[i].name);
+			}
+			c->svc[i].listen_fd[k] = fd;
+		}
+	return 0;
 }

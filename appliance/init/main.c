@@ -193,6 +193,11 @@ int main(int argc, char **argv)
 	in.srv = hsrv_new(&(struct hsrv_opts){.listen = cfg_str(opts, "health-listen"), .port = (int)port,
 					       .max_body = 4096},
 			  &e);
+	/* The ports people and the node reach are init's, for good: bound
+	 * before any service runs, so no process of the sandbox ever finds
+	 * one free (docs/security.md). */
+	if (init_dirs_make(&cfg, &e) || init_listen_open(&cfg, &e))
+		daemon_die(1, "cannot start", &e);
 	if (!in.srv || !(in.sup = sup_new(&cfg, in.srv, &e)) ||
 	    hsrv_route(in.srv, "GET", "/health", health, &in, &e) ||
 	    hsrv_route(in.srv, "GET", "/connections", connections, &in, &e) ||

@@ -32,7 +32,7 @@ static void child_fail(const char *what, const char *arg)
 }
 
 pid_t spawn_service(const struct init_service *svc, char *const argv[], int out_fd,
-		    struct err *e)
+		    bool with_listen, struct err *e)
 {
 	sigset_t none;
 	pid_t pid = fork();
@@ -56,10 +56,22 @@ pid_t spawn_service(const struct init_service *svc, char *const argv[], int out_
 		dup2(out_fd, 1);
 		dup2(out_fd, 2);
 	}
+	if (with_listen && svc->nlisten > 0) {
+		/* Held ports become fds 3.. (LISTEN_FDS is in svc->env): first
+		 * out of the way of the targets, then into place. */
+		int hi[INIT_MAX_LISTEN];
+
+		for (size_t i = 0; i < svc->nlisten; i++)
+			if ((hi[i] = fcntl(svc->listen_fd[i], F_DUPFD_CLOEXEC, 64)) == -1)
+				child_fail("pass the socket of", svc->name);
+		for (size_t i = 0; i < svc->nlisten; i++)
+			if (dup2(hi[i], 3 + (int)i) == -1)
+				child_fail("pass the socket of", svc->name);
+	}
 	if (chdir(svc->cwd) == -1 && chdir("/") == -1)
 		child_fail("chdir", svc->cwd);
 	if (getuid() != svc->uid || getgid() != svc->gid) {
-		if (setgroups(1, &svc->gid) == -1)
+		if (setgroups((size_t)svc->ngroups, svc->groups) == -1)
 			child_fail("setgroups for", svc->user);
 		if (setgid(svc->gid) == -1)
 			child_fail("setgid for", svc->user);

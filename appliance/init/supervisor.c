@@ -51,6 +51,9 @@ struct svc {
 	unsigned failures;      /* consecutive short runs */
 	int last_status;        /* wait status of the last exit, -1 if none */
 	uint64_t last_ready_ms; /* how long the last start took to become ready */
+	int probe_fd;           /* INIT_PROBE_HTTP: the request in flight, or -1 */
+	bool probe_sent;        /* ... its request is written */
+	uint64_t probe_sent_ms; /* ... connected at */
 };
 
 /* One pipe carrying a service's stdout and stderr.  It can outlive the
@@ -154,19 +157,27 @@ static int relay_open(struct sup *s, struct svc *v, struct err *e)
 	return fds[1];
 }
 
+static void probe_http_end(struct svc *v)
+{
+	if (v->probe_fd >= 0)
+		close(v->probe_fd);
+	v->probe_fd = -1;
+}
+
 static void svc_spawn(struct sup *s, struct svc *v)
 {
 	struct err e = ERR_INIT;
 	AUTOCLOSE int out = relay_open(s, v, &e);
 	pid_t pid;
 
-	if (out < 0 || (pid = spawn_service(v->cfg, v->cfg->argv, out, &e)) < 0) {
+	if (out < 0 || (pid = spawn_service(v->cfg, v->cfg->argv, out, true, &e)) < 0) {
 		log_error("cannot start service", "{s:s, s:s}", "svc", v->cfg->name, "error", e.msg);
 		v->failures++;
 		v->restart_at_ms = util_now_ms() + BACKOFF_MAX_MS / 10;
 		set_state(v, ST_BACKOFF);
 		return;
 	}
+	probe_http_end(v);
 	v->pid = pid;
 	v->started_ms = util_now_ms();
 	v->next_probe_ms = v->started_ms;
@@ -179,6 +190,7 @@ static void svc_ready(struct svc *v)
 {
 	uint64_t now = util_now_ms();
 
+	probe_http_end(v);
 	v->last_ready_ms = now - v->started_ms;
 	set_state(v, ST_READY);
 	log_info("service ready", "{s:s, s:i, s:I}", "svc", v->cfg->name, "pid", (int)v->pid,
@@ -205,6 +217,47 @@ static int probe_connect(const struct init_probe *p)
 	return fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
+/* An HTTP probe for a port init holds: there a connect succeeds before the
+ * service runs (the kernel queues it), so ready means an answer came.  One
+ * request at a time, never blocking: sent on one tick, read on the next;
+ * any response bytes will do, a silent second means ask again. */
+static bool probe_http(struct svc *v, uint64_t now)
+{
+	static const char req[] = "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+	char c;
+	ssize_t n;
+
+	if (v->probe_fd < 0) {
+		struct sockaddr_in sa = {.sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)v->cfg->probe.port)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		v->probe_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (v->probe_fd < 0)
+			return false;
+		v->probe_sent = false;
+		v->probe_sent_ms = now;
+		if (connect(v->probe_fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 &&
+		    errno != EINPROGRESS)
+			probe_http_end(v);
+		return false;
+	}
+	if (!v->probe_sent) {
+		n = send(v->probe_fd, req, sizeof(req) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(req) - 1)
+			v->probe_sent = true;
+		else if ((n == -1 && errno != EAGAIN && errno != ENOTCONN) || n >= 0 ||
+			 now > v->probe_sent_ms + 1000)
+			probe_http_end(v);
+		return false;
+	}
+	n = recv(v->probe_fd, &c, 1, MSG_DONTWAIT);
+	if (n == 1)
+		return true;
+	if (n == 0 || (errno != EAGAIN && errno != EINTR) || now > v->probe_sent_ms + 1000)
+		probe_http_end(v);
+	return false;
+}
+
 static void svc_probe(struct sup *s, struct svc *v, uint64_t now)
 {
 	struct init_probe *p = &v->cfg->probe;
@@ -221,10 +274,14 @@ static void svc_probe(struct sup *s, struct svc *v, uint64_t now)
 		if (probe_connect(p) == 0)
 			svc_ready(v);
 		break;
+	case INIT_PROBE_HTTP:
+		if (probe_http(v, now))
+			svc_ready(v);
+		break;
 	case INIT_PROBE_EXEC:
 		if (v->probe_pid > 0)
 			break;
-		v->probe_pid = spawn_service(v->cfg, p->argv, -1, &e);
+		v->probe_pid = spawn_service(v->cfg, p->argv, -1, false, &e);
 		if (v->probe_pid < 0) {
 			v->probe_pid = 0;
 			log_warn("cannot run readiness probe", "{s:s, s:s}", "svc", v->cfg->name, "error", e.msg);
@@ -472,6 +529,7 @@ struct sup *sup_new(struct init_config *cfg, struct hsrv *srv, struct err *e)
 	for (size_t i = 0; i < s->n; i++) {
 		s->svc[i].cfg = &cfg->svc[i];
 		s->svc[i].last_status = -1;
+		s->svc[i].probe_fd = -1;
 		set_state(&s->svc[i], ST_WAITING);
 	}
 	return s;
@@ -482,6 +540,8 @@ void sup_free(struct sup *s)
 	if (!s)
 		return;
 	hsrv_timer_free(s->tick);
+	for (size_t i = 0; i < s->n; i++)
+		probe_http_end(&s->svc[i]);
 	free(s->svc);
 	free(s);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_CONNS 32
@@ -27,6 +28,7 @@ struct conn {
 
 struct vnc_agent {
 	int listen_fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* unlinked when freed */
 	struct vnc_lease *lease;
 	struct conn conns[MAX_CONNS];
 	int nconns;
@@ -45,14 +47,44 @@ struct vnc_agent *vnc_agent_new(const char *display, struct vnc_lease *lease, st
 		return NULL;
 	}
 	a->lease = lease;
-	a->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (a->listen_fd == -1 || bind(a->listen_fd, (struct sockaddr *)&sa, len) == -1 ||
-	    listen(a->listen_fd, 16) == -1) {
-		err_set(e, errno, "control socket @%.*s", (int)(len - sizeof(sa.sun_family) - 1),
-			sa.sun_path + 1);
+	a->listen_fd = -1;
+	if (len == 0) {
+		err_set(e, ENAMETOOLONG, "control socket path");
 		vnc_agent_free(a);
 		return NULL;
 	}
+	/* In a sandbox init made the directory ours (x11_lease.h); elsewhere
+	 * (a developer's host, tests as root) make it.  A socket left by our
+	 * last run is ours to replace: nobody else may write there. */
+	if (util_mkdir_parents(sa.sun_path, 0755) == -1) {
+		err_set(e, errno, "control socket directory for `%s`", sa.sun_path);
+		vnc_agent_free(a);
+		return NULL;
+	}
+	/* A socket that still answers is another server's on this display
+	 * (its lease is the one mcp-desktop asks): fail as a bind would.  One
+	 * that refuses was left by our last run. */
+	{
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		bool alive = probe >= 0 && connect(probe, (struct sockaddr *)&sa, len) == 0;
+
+		if (probe >= 0)
+			close(probe);
+		if (alive) {
+			err_set(e, EADDRINUSE, "control socket `%s`: another server has it", sa.sun_path);
+			vnc_agent_free(a);
+			return NULL;
+		}
+	}
+	unlink(sa.sun_path);
+	a->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->listen_fd == -1 || bind(a->listen_fd, (struct sockaddr *)&sa, len) == -1 ||
+	    chmod(sa.sun_path, 0666) == -1 || listen(a->listen_fd, 16) == -1) {
+		err_set(e, errno, "control socket `%s`", sa.sun_path);
+		vnc_agent_free(a);
+		return NULL;
+	}
+	snprintf(a->path, sizeof(a->path), "%s", sa.sun_path);
 	return a;
 }
 
@@ -257,5 +289,7 @@ void vnc_agent_free(struct vnc_agent *a)
 		conn_close(a, a->nconns - 1, util_now_ms());
 	if (a->listen_fd >= 0)
 		close(a->listen_fd);
+	if (a->path[0])
+		unlink(a->path);
 	free(a);
 }

@@ -12,18 +12,20 @@
 
 socklen_t x11_lease_addr(const char *display, struct sockaddr_un *sa)
 {
+	const char *dir = getenv("CLOCHE_CONTROL_DIR");
 	int n;
 
 	if (!display)
 		display = getenv("DISPLAY");
+	if (!dir || dir[0] != '/')
+		dir = X11_LEASE_DIR;
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	/* abstract: sun_path[0] is NUL; the name is not NUL-terminated */
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "cloche-control%s",
-		     display ? display : ":0");
-	if (n < 0 || (size_t)n >= sizeof(sa->sun_path) - 1)
-		n = (int)sizeof(sa->sun_path) - 2;
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir,
+		     display && *display && !strchr(display, '/') ? display : ":0");
+	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
+		return 0;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
 }
 
 /* How long the rest of an answer line may take once it has begun. */
@@ -89,6 +91,8 @@ int x11_lease_request(const char *display, json_t *req, int timeout_ms, json_t *
 
 	if (fd == -1)
 		return err_set(e, errno, "control socket");
+	if (len == 0)
+		return err_set(e, ENAMETOOLONG, "control socket path");
 	if (connect(fd, (struct sockaddr *)&sa, len) == -1) {
 		if (errno == ECONNREFUSED || errno == ENOENT)
 			return -2;

@@ -2,10 +2,14 @@
  * how mcp-desktop asks cloche-vnc whether it may drive the display now,
  * and asks for a person.
  *
- * cloche-vnc listens on an abstract Unix socket named after the display
- * ("cloche-control" + display, e.g. "@cloche-control:0"), so each display
- * has its own and nothing is left on disk.  One request per connection, a
- * JSON line each way:
+ * cloche-vnc listens on a Unix socket named after the display in a
+ * directory only it may write and only mcp-desktop's group may enter
+ * (X11_LEASE_DIR, made by cloche-init: docs/security.md), so the agent can
+ * neither listen in its place while it restarts nor ask as mcp-desktop.
+ * (An abstract name or a peer-credential check would not do: anyone may
+ * bind an abstract name that is free, and gVisor answers SO_PEERCRED with
+ * the caller's own credentials.)  One request per connection, a JSON line
+ * each way:
  *   {"op":"act","tool":T}     -> {"ok":true[,"handback":{...}]}: the agent
  *                                may act until it closes the connection
  *                                (nobody else's input passes meanwhile);
@@ -30,8 +34,12 @@
 
 #define X11_LEASE_LINE_MAX 8192 /* bytes of one line, newline included */
 
-/* The socket address for display (":0", NULL means $DISPLAY).  Returns its
- * length for bind/connect. */
+/* Where the sockets are: $CLOCHE_CONTROL_DIR, else this. */
+#define X11_LEASE_DIR "/run/cloche/control"
+
+/* The socket address for display (":0", NULL means $DISPLAY): the
+ * directory, then the display ("/run/cloche/control/:0").  Returns its
+ * length for bind/connect, 0 when the path does not fit. */
 socklen_t x11_lease_addr(const char *display, struct sockaddr_un *sa);
 
 /* The outcome of x11_lease_act(). */

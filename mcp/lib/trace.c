@@ -141,6 +141,19 @@ json_t *mcp_trace_line(const char *server, const char *tool, const json_t *args,
 	return line;
 }
 
+/* The trace is shared by servers of two users (the agent's and
+ * mcp-desktop's, which is in the agent's group; docs/security.md): whoever
+ * creates the file opens it to the group. */
+static int trace_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0664);
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & S_IWGRP))
+		(void)fchmod(fd, (st.st_mode & 07777) | S_IWGRP);
+	return fd;
+}
+
 void mcp_trace_append(const char *server, const char *tool, const json_t *args,
 		      const char *status, const json_t *result, uint64_t start_ms, uint64_t dur_ms)
 {
@@ -161,7 +174,7 @@ void mcp_trace_append(const char *server, const char *tool, const json_t *args,
 	text = line ? json_dumps(line, JSON_COMPACT) : NULL;
 	if (!text)
 		return;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = trace_open(path);
 	if (fd == -1)
 		return;
 	if (fstat(fd, &st) == 0 && st.st_size >= (off_t)MCP_TRACE_MAX) {
@@ -170,7 +183,7 @@ void mcp_trace_append(const char *server, const char *tool, const json_t *args,
 		snprintf(old, sizeof(old), "%s.1", path);
 		if (rename(path, old) == 0) {
 			close(fd);
-			fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+			fd = trace_open(path);
 			if (fd == -1)
 				return;
 		}

@@ -23,7 +23,8 @@ FUZZ_SRCS_px-head := tests/fuzz/fuzz_px_head.c common/http1_head.c proxy/px_host
 FUZZ_SRCS_s3-list := tests/fuzz/fuzz_s3_list.c node-agent/na_s3.c common/log.c common/digest.c
 FUZZ_LIBS_s3-list := $(call pc_libs,libcurl libcrypto)
 FUZZ_SRCS_b64 := tests/fuzz/fuzz_b64.c common/b64.c
-FUZZ_SRCS_route := tests/fuzz/fuzz_route.c common/http_server.c common/http_status.c common/log.c
+FUZZ_SRCS_route := tests/fuzz/fuzz_route.c common/http_server.c common/http_status.c common/log.c \
+	common/listenfd.c
 FUZZ_LIBS_route := $(call pc_libs,libwebsockets)
 FUZZ_SRCS_vnc-request := tests/fuzz/fuzz_vnc_request.c appliance/vnc/request.c \
 	common/http1_head.c common/hostcheck.c common/secret.c

@@ -4,7 +4,8 @@
 # captures a frame with Chromium's window; noVNC's page in headless
 # Chromium (playwright-core) connects, renders, and a click and keys sent
 # through VNC change the screen; init brings back a killed browser service (mcp-browser + Chromium) and a
-# killed cloche-vnc; SIGTERM stops the sandbox within its bound; nothing is
+# killed cloche-vnc; the agent (uid 1000) can neither signal, ptrace nor
+# take the ports of the services people rely on, also while one restarts; SIGTERM stops the sandbox within its bound; nothing is
 # left behind.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -68,6 +69,19 @@ sb_in_router "$id" node tests/e2e/novnc-test.mjs --url "http://10.0.2.15:6080/?s
 rc=$?
 [[ $rc == 0 ]] || not_ok "noVNC end-to-end script exited $rc"
 
+# The agent, from its own shell (uid 1000, as mcp-shell runs its commands),
+# against the services people and the node rely on (docs/security.md).
+as_agent() { sb_runsc "$id" exec --user 1000:1000 "$id" python3 - "$@" <tests/lib/agent-attack.py 2>&1; }
+restarts_before=$(sb_health "$id" | jq -c '[.services[] | .restarts] | add')
+tried=$(as_agent signals)
+echo "$tried" | sed 's/^/# agent: /'
+check "the agent can neither signal nor ptrace Xvfb, cloche-vnc, mcp-desktop, cloche-rec ($(grep -c ' refused ' <<<"$tried") attempts refused)" \
+	bash -c "[[ \$(grep -c ' refused ' <<<'$tried') == 20 ]] && ! grep -q ' ok\$' <<<'$tried'"
+check "... and none of them restarted" test "$(sb_health "$id" | jq -c '[.services[] | .restarts] | add')" = "$restarts_before"
+tried=$(as_agent bind 1)
+check "the agent cannot bind 6080, 5900, 8100, 8070 (any address) or the control socket ($(tail -1 <<<"$tried"))" \
+	bash -c "! grep -q ' ok\$' <<<'$tried' && grep -q '^tries [1-9]' <<<'$tried'"
+
 # Kill a service inside the sandbox; cloche-init must bring it back.
 restart_check() {
 	local svc=$1 pid before after deadline
@@ -95,7 +109,17 @@ restart_check() {
 	fi
 }
 restart_check browser # mcp-browser and the Chromium it owns (killing Chromium alone: test-mcp-browser.sh)
+# While cloche-vnc is killed and restarted, the agent keeps trying to take
+# its ports and the control socket: init holds them throughout.
+as_agent bind 6 >"$work/binds" &
+binder=$!
+sleep 0.5
 restart_check vnc
+wait "$binder"
+check "... the agent took none of them during the restart ($(tail -1 "$work/binds"))" \
+	bash -c "! grep -q ' ok\$' '$work/binds' && grep -q '^tries [1-9]' '$work/binds'"
+code=$(sb_in_router "$id" curl -sL -c "$work/jar" -b "$work/jar" -o "$work/page" -w "%{http_code}" -m 5 "http://10.0.2.15:6080/?secret=$secret")
+check "after the restart 6080 is cloche-vnc's page again (HTTP $code)" bash -c "[[ $code == 200 ]] && grep -qi novnc '$work/page'"
 
 # SIGTERM to the container's init: services stop in order, within the bound.
 t1=$(now_ms)

@@ -134,10 +134,12 @@ check "... which the agent and the proxy read" \
 	bash -c 'conf_reads node "$1/node.conf" && conf_reads proxy "$1/proxy.conf"' _ "$work/n/etc/cloche"
 check "... and the secrets it was given" cmp -s "$work/cred" "$work/n/etc/cloche/credentials/node.cred"
 printf 'AK\nSK\n' >"$work/s3"
+head -c 32 /dev/urandom | base64 >"$work/seal"
 check "install.sh node with S3 writes the S3 options" \
-	bash -c 'bash deploy/install.sh node --no-build --root "$1" --portal-url http://p:7000 --advertise 10.0.0.13 --node-credential "$2" --token-key "$3" --s3-endpoint http://s3:9000 --s3-bucket ckpt --s3-credential "$4" >/dev/null 2>&1 &&
-		grep -q "^s3-endpoint = http://s3:9000$" "$1/etc/cloche/node.conf" && grep -q "^s3-credential-file = /etc/cloche/credentials/s3$" "$1/etc/cloche/node.conf"' \
-	_ "$work/s" "$work/cred" "$work/key" "$work/s3"
+	bash -c 'bash deploy/install.sh node --no-build --root "$1" --portal-url http://p:7000 --advertise 10.0.0.13 --node-credential "$2" --token-key "$3" --s3-endpoint http://s3:9000 --s3-bucket ckpt --s3-credential "$4" --s3-seal-key "$5" >/dev/null 2>&1 &&
+		grep -q "^s3-endpoint = http://s3:9000$" "$1/etc/cloche/node.conf" && grep -q "^s3-credential-file = /etc/cloche/credentials/s3$" "$1/etc/cloche/node.conf" &&
+		grep -q "^s3-seal-key-file = /etc/cloche/credentials/s3-seal$" "$1/etc/cloche/node.conf" && cmp -s "$5" "$1/etc/cloche/credentials/s3-seal"' \
+	_ "$work/s" "$work/cred" "$work/key" "$work/s3" "$work/seal"
 # refused ARGS...: exit status 2 and a message naming the problem ($MSG).
 refused() { bash deploy/install.sh "$@" --no-build --root "$work/x" >"$work/r.out" 2>&1; [[ $? == 2 ]] && grep -q -- "$MSG" "$work/r.out"; }
 MSG="the role is" check "an unknown role: exit 2 and a message" refused nodes

@@ -145,11 +145,6 @@ check "the parent is ready again" test "$(state_of "$A")" = ready
 # Each child gets secrets of its own before it is handed out: no link or
 # view secret of the parent or of a sibling opens it, and the parent keeps
 # its own.
-ws_code() { # ID QUERY: the status cloche-vnc gives a WebSocket handshake
-	sb_in_router "$1" curl -s -o /dev/null -m 3 -w '%{http_code}' -H 'Connection: Upgrade' \
-		-H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Origin: http://10.0.2.15:6080' \
-		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "http://10.0.2.15:6080/websockify?$2"
-}
 view_of() { # SECRET: its view secret, as cloche-vnc derives it
 	printf 'cloche-vnc view-only' | openssl dgst -sha256 -hmac "$1" -binary | base64 -w0 |
 		tr '+/' '-_' | tr -d '=' | cut -c1-32
@@ -158,11 +153,11 @@ pa=$(sb_vnc_secret "$A") c1=$(sb_vnc_secret "${ids[0]}") c2=$(sb_vnc_secret "${i
 check "each child has a VNC secret of its own (not the parent's, not a sibling's)" \
 	bash -c '[[ -n $1 && -n $2 && -n $3 && $1 != "$3" && $2 != "$3" && $1 != "$2" ]]' _ "$c1" "$c2" "$pa"
 check "a child's desktop opens with its own secret and its own view secret (101)" \
-	test "$(ws_code "${ids[0]}" "secret=$c1") $(ws_code "${ids[0]}" "view=$(view_of "$c1")")" = "101 101"
+	test "$(sb_ws_code "${ids[0]}" "secret=$c1") $(sb_ws_code "${ids[0]}" "view=$(view_of "$c1")")" = "101 101"
 check "... not with the parent's secret or view secret, nor a sibling's (403)" \
-	test "$(ws_code "${ids[0]}" "secret=$pa") $(ws_code "${ids[0]}" "view=$(view_of "$pa")") $(ws_code "${ids[0]}" "secret=$c2") $(ws_code "${ids[1]}" "view=$(view_of "$c1")")" = "403 403 403 403"
+	test "$(sb_ws_code "${ids[0]}" "secret=$pa") $(sb_ws_code "${ids[0]}" "view=$(view_of "$pa")") $(sb_ws_code "${ids[0]}" "secret=$c2") $(sb_ws_code "${ids[1]}" "view=$(view_of "$c1")")" = "403 403 403 403"
 check "the parent still opens with its own secret, not with a child's" \
-	test "$(ws_code "$A" "secret=$pa") $(ws_code "$A" "secret=$c1")" = "101 403"
+	test "$(sb_ws_code "$A" "secret=$pa") $(sb_ws_code "$A" "secret=$c1")" = "101 403"
 r=$(api POST "/v1/sandboxes/${ids[0]}/recordings" '{}')
 rec=$(body_of "$r" | jq -r '.recording.id // .id // empty')
 r2=$(api POST "/v1/sandboxes/${ids[0]}/recordings/${rec:-none}/stop" '{}')

@@ -91,6 +91,55 @@ check "a service ignoring SIGTERM is killed at the bound (stopped in $ms ms, bou
 # "[/]" keeps the pattern from matching this check's own command line.
 check "nothing init started survives it" bash -c "! pgrep -f '${work}[/]' >/dev/null"
 
+# Ports init holds ("listen"): a real server (cloche-rec, as nobody) gets
+# the port as fd 3 and never binds it; while it is down the port stays
+# init's (another process cannot bind it, a connection waits in the queue
+# and is answered by the next run); the http probe waits for an answer,
+# not a connect.
+hport=$(free_port)
+hport2=$(free_port)
+mkdir -p "$work/rec" && chown nobody "$work/rec" && chmod 0755 "$work"
+cat >"$work/held.json" <<JSON
+{
+  "services": [
+    {"name": "rec", "user": "nobody", "listen": [$hport, $hport2],
+     "env": {"CLOCHE_REC_SECRET": "abcdefghijklmnopqrstuvwxyz0123"},
+     "argv": ["$PWD/${BUILD:-build}/bin/cloche-rec", "--port", "$hport", "--dir", "$work/rec",
+              "--display", ":99"],
+     "ready": {"http": $hport}}
+  ]
+}
+JSON
+port=$(free_port)
+"$bin" --services "$work/held.json" --health-port "$port" --health-listen 127.0.0.1 >"$work/held.log" 2>&1 &
+pid=$!
+check "a server on a port init holds becomes ready by its http answer" \
+	wait_health 10 '.services.rec.state == "ready"'
+rec_pid=$(field .services.rec.pid)
+check "it runs as its user with that user's groups (uid $(awk '/^Uid/ {print $2}' "/proc/$rec_pid/status"))" \
+	bash -c "grep -q '^Uid:[[:space:]]*65534' /proc/$rec_pid/status && grep -q '^Groups:[[:space:]]*65534[[:space:]]*$' /proc/$rec_pid/status"
+check "it answers on the held port, fd 3 from init (HTTP $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/"))" \
+	bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$hport/) =~ ^[2-4] ]] && \
+		[[ \$(readlink /proc/$rec_pid/fd/3) == socket:* ]]"
+# The port must stay held through the death and the backoff before the next run.
+kill -KILL "$rec_pid"
+binds=0
+for _ in $(seq 20); do
+	python3 -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', $hport)); s.listen()" 2>/dev/null && binds=$((binds + 1))
+	python3 -c "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1', $hport2)); s.listen()" 2>/dev/null && binds=$((binds + 1))
+done
+check "while it is down nobody else can bind either port (binds that worked: $binds of 40)" test "$binds" = 0
+code=$(curl -s -o /dev/null -m 10 -w '%{http_code}' "http://127.0.0.1:$hport/")
+check "a request made while it was down is answered by its next run (HTTP $code)" bash -c "[[ $code =~ ^[2-4] ]]"
+check "the next run is ready again" wait_health 10 ".services.rec.pid != $rec_pid and .services.rec.state == \"ready\""
+kill -TERM "$pid"
+wait "$pid"
+pid=
+printf '{"services":[{"name":"a","argv":["/bin/true"],"listen":[%s]},{"name":"b","argv":["/bin/true"],"listen":[%s]}]}' \
+	"$hport" "$hport" >"$work/twice.json"
+out=$("$bin" --services "$work/twice.json" --health-port 0 2>&1)
+check "a port held for two services is a bad table" grep -q "port $hport is in listen twice" <<<"$out"
+
 printf '{"services":[{"name":"a","argv":["/bin/true"],"after":["b"]}]}' >"$work/bad.json"
 out=$("$bin" --services "$work/bad.json" --health-port 0 2>&1)
 rc=$?

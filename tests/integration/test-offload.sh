@@ -7,7 +7,10 @@
 # agent during an upload (no manifest in S3, so that generation is never
 # used; after the restart the sandbox is hibernated and offloads again), a
 # corrupted object (the restore fails with a clear error and leaves nothing
-# on that node), and the deletion of an offloaded sandbox's objects.
+# on that node), a forged or unsealed manifest (refused before anything is
+# fetched), and the deletion of an offloaded sandbox's objects.  The
+# manifests are sealed and hold no secret; a sandbox restored from S3 gets
+# new secrets.
 # sanitize: yes
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -49,6 +52,10 @@ node_preflight
 s3_start() { s3rver_start "$work/s3" "$s3_port" ckpt "$work/s3rver.log"; }
 check "s3rver serves" s3_start
 export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER CLOCHE_S3_ATTEMPTS=2
+# The key both nodes seal their manifests with (docs/s3.md); the bucket
+# (s3rver, awscli) never sees it.
+CLOCHE_S3_SEAL_KEY=$(head -c 32 /dev/urandom | base64)
+export CLOCHE_S3_SEAL_KEY
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
 export AWS_PAGER='' AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 AWS=${AWS:-/usr/bin/aws} # Debian's awscli (a pyenv shim may come first on PATH)
@@ -95,6 +102,8 @@ mcp_call "$A" 7999 browser_evaluate \
 check "its file and page are set" \
 	test "$(shell "$A" "cat note.txt")|$(page_state "$A")" = "kept through S3|Far page|typed far"
 
+vnc1=$(sb_vnc_secret "$A")
+rec1=$(jq -r .desktop.rec_secret "$(sb_dir "$A")/meta.json")
 r=$(api POST "/v1/sandboxes/$A/hibernate")
 check "it hibernates on node 1" test "$(status_of "$r")" = 200
 
@@ -141,7 +150,13 @@ check "awscli sees the manifest, the rootfs delta and the state image" \
 	eval "grep -qx '${prefix}manifest.json' <<<'$keys' && grep -qx '${prefix}rootfs.send.zst' <<<'$keys' && grep -qx '${prefix}state/checkpoint.img.zst' <<<'$keys'"
 check "awscli sees the template's full stream and manifest" \
 	eval "grep -q '^$pre/templates/desktop@.*/stream.zst$' <<<'$keys' && grep -q '^$pre/templates/desktop@.*/manifest.json$' <<<'$keys'"
-aws3 get-object --bucket ckpt --key "${prefix}manifest.json" "$work/manifest.json" >/dev/null
+aws3 get-object --bucket ckpt --key "${prefix}manifest.json" "$work/manifest.sealed" >/dev/null
+check "the manifest ends in its seal (HMAC-SHA256 with the nodes' key)" \
+	grep -qE '^#cloche-seal v1 hmac-sha256=[0-9a-f]{64}$' "$work/manifest.sealed"
+grep -v '^#cloche-seal ' "$work/manifest.sealed" >"$work/manifest.json"
+check "... and holds neither the VNC nor the recorder secret, in any form" \
+	bash -c "[[ -n '$vnc1' && -n '$rec1' ]] && ! grep -qF -e '$vnc1' -e '$rec1' '$work/manifest.sealed' && \
+		jq -e 'has(\"vnc_secret\") == false and has(\"secrets\") == false and (.sealed_secrets | length) > 40' '$work/manifest.json' >/dev/null"
 check "the manifest names each object with its size and sha256" \
 	test "$(jq '[.objects[] | select((.sha256 | length) == 64 and .bytes > 0)] | length' "$work/manifest.json")" = \
 	"$(jq '.objects | length' "$work/manifest.json")"
@@ -159,6 +174,15 @@ check "node 2 fetched the template from S3" \
 	test "$(body_of "$(api2 GET /v1/templates)" | jq '.templates | length')" = 1
 check "on node 2: the same file and page" \
 	test "$(shell "$A" "cat note.txt")|$(page_state "$A")" = "kept through S3|Far page|typed far"
+# The bucket's readers may have had the old secrets (the state image holds
+# them in memory): node 2 gave the sandbox new ones before it was ready.
+vnc2=$(jq -r '.vnc_secret // empty' "$POOL2/sandboxes/$A/meta.json")
+rec2=$(jq -r .desktop.rec_secret "$POOL2/sandboxes/$A/meta.json")
+check "restored from S3, it has new VNC and recorder secrets" \
+	bash -c "[[ -n '$vnc2' && '$vnc2' != '$vnc1' && -n '$rec2' && '$rec2' != '$rec1' ]]"
+old_code=$(sb_ws_code "$A" "secret=$vnc1") new_code=$(sb_ws_code "$A" "secret=$vnc2")
+check "... its desktop refuses the old VNC secret ($old_code) and takes the new one ($new_code)" \
+	test "$old_code $new_code" = "403 101"
 
 # --- a corrupted object
 r=$(api2 POST "/v1/sandboxes/$A/hibernate")
@@ -167,6 +191,26 @@ prefix2=$(body_of "$r" | jq -r .l2.prefix)
 check "offloaded again from node 2 (generation 2)" test "$prefix2" = "$pre/sandboxes/$A/2/"
 head -c 4096 /dev/urandom >"$work/junk"
 aws3 put-object --bucket ckpt --key "${prefix2}state/checkpoint.img.zst" --body "$work/junk" >/dev/null
+# Whoever can write to the bucket changes the manifest to match: the
+# object's sha256 (its seal kept), or the seal dropped.  Node 1 refuses
+# both before it fetches anything, so nothing is received or left.
+aws3 get-object --bucket ckpt --key "${prefix2}manifest.json" "$work/m2.sealed" >/dev/null
+junk_sha=$(sha256sum "$work/junk" | cut -d' ' -f1)
+{ grep -v '^#cloche-seal ' "$work/m2.sealed" |
+	jq -c --arg s "$junk_sha" '(.objects[] | select(.name == "state/checkpoint.img") | .sha256) = $s'
+	grep '^#cloche-seal ' "$work/m2.sealed"; } >"$work/m2.forged"
+grep -v '^#cloche-seal ' "$work/m2.forged" >"$work/m2.unsealed"
+for forged in forged unsealed; do
+	aws3 put-object --bucket ckpt --key "${prefix2}manifest.json" --body "$work/m2.$forged" >/dev/null
+	r=$(api POST "/v1/sandboxes/$A/restore" "{\"l2\":{\"prefix\":\"$prefix2\",\"generation\":2}}")
+	msg=$(body_of "$r" | jq -r .error.message)
+	echo "# $msg"
+	check "a $forged manifest: the restore refuses with 502 before fetching anything (${msg%%;*})" \
+		bash -c "[[ '$(status_of "$r")' == 502 ]] && grep -qE 'does not match its seal|has no seal' <<<'$msg'"
+	check "... and leaves nothing on node 1" \
+		eval "gone $A && [[ ! -e $CLOCHE_POOL/checkpoints/$A ]] && [[ '$(status_of "$(api GET "/v1/sandboxes/$A")")' == 404 ]]"
+done
+aws3 put-object --bucket ckpt --key "${prefix2}manifest.json" --body "$work/m2.sealed" >/dev/null
 r=$(api POST "/v1/sandboxes/$A/restore" "{\"l2\":{\"prefix\":\"$prefix2\",\"generation\":2}}")
 check "a corrupted object: the restore fails with 502 and says so" \
 	eval "[[ '$(status_of "$r")' == 502 ]] && grep -q corrupt <<<'$(body_of "$r" | jq -r .error.message)'"

@@ -109,6 +109,14 @@ sb_state() {
 	sb_runsc "$1" state "$1" 2>/dev/null | jq -r .status 2>/dev/null || echo absent
 }
 
+# sb_ws_code ID QUERY: the status cloche-vnc gives a WebSocket handshake
+# with that query ("secret=..." or "view=..."): 101 taken, 403 refused.
+sb_ws_code() {
+	sb_in_router "$1" curl -s -o /dev/null -m 3 -w '%{http_code}' -H 'Connection: Upgrade' \
+		-H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H "Origin: http://$SB_INNER_ADDR:6080" \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "http://$SB_INNER_ADDR:6080/websockify?$2"
+}
+
 # Health JSON of a sandbox ("" when it does not answer).
 sb_health() {
 	sb_in_router "$1" curl -s -m 2 "http://$SB_INNER_ADDR:8080/health" 2>/dev/null || true

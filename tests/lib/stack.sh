@@ -60,6 +60,8 @@ stack_up() {
 		s3rver_start "$STACK_WORK/s3" "$STACK_S3_PORT" ckpt "$STACK_WORK/s3rver.log"
 		stack_s3_pid=$S3RVER_PID
 		export CLOCHE_S3_ACCESS_KEY=S3RVER CLOCHE_S3_SECRET_KEY=S3RVER
+		CLOCHE_S3_SEAL_KEY=$(head -c 32 /dev/urandom | base64)
+		export CLOCHE_S3_SEAL_KEY
 		export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
 		export AWS STACK_S3_PORT
 		export -f aws3 s3_keys

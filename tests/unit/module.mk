@@ -32,7 +32,7 @@ UNIT_NODE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/node/*.c
 	$(BUILD)/obj/node-agent/na_netns.o $(BUILD)/obj/node-agent/na_cmd.o \
 	$(BUILD)/obj/node-agent/na_btrfs.o $(BUILD)/obj/node-agent/na_test.o \
 	$(BUILD)/obj/node-agent/na_s3.o $(BUILD)/obj/node-agent/na_api.o \
-	$(BUILD)/obj/node-agent/na_id.o
+	$(BUILD)/obj/node-agent/na_id.o $(BUILD)/obj/node-agent/na_seal.o
 $(BUILD)/tests/unit-node: $(UNIT_NODE_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(call pc_libs,check) $(COMMON_LIBS) -lpthread

@@ -19,6 +19,7 @@ Suite *suite_utf8(void);
 Suite *suite_b64(void);
 Suite *suite_rnd(void);
 Suite *suite_secret(void);
+Suite *suite_listenfd(void);
 Suite *suite_nodesock(void);
 Suite *suite_version(void);
 Suite *suite_daemon(void);

@@ -71,6 +71,33 @@ START_TEST(expands_variables_and_layers_env)
 }
 END_TEST
 
+/* Held ports, the http probe, runtime directories and the user's groups. */
+START_TEST(parses_listen_dirs_and_groups)
+{
+	struct init_config c;
+	struct err e = ERR_INIT;
+	const char *text =
+		"{\"dirs\":[{\"path\":\"/run/cloche/t\",\"user\":\"root\",\"group\":\"root\",\"mode\":\"0750\"}],"
+		"\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"listen\":[6080,5900],"
+		"\"ready\":{\"http\":6080}}, {\"name\":\"b\",\"argv\":[\"/b\"]}]}";
+
+	ck_assert_msg(init_config_parse(text, &c, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(c.ndirs, 1);
+	ck_assert_str_eq(c.dirs[0].path, "/run/cloche/t");
+	ck_assert_uint_eq(c.dirs[0].mode, 0750);
+	ck_assert_uint_eq(c.svc[0].nlisten, 2);
+	ck_assert_int_eq(c.svc[0].listen_port[1], 5900);
+	ck_assert_int_eq(c.svc[0].listen_fd[0], -1);
+	ck_assert_str_eq(env_get(c.svc[0].env, "LISTEN_FDS"), "2");
+	ck_assert_ptr_null(env_get(c.svc[1].env, "LISTEN_FDS"));
+	ck_assert_int_eq(c.svc[0].probe.kind, INIT_PROBE_HTTP);
+	ck_assert_int_eq(c.svc[0].probe.port, 6080);
+	ck_assert_int_ge(c.svc[0].ngroups, 1);
+	ck_assert_uint_eq(c.svc[0].groups[0], 0);
+	init_config_free(&c);
+}
+END_TEST
+
 START_TEST(rejects_broken_tables)
 {
 	static const struct {
@@ -92,7 +119,21 @@ START_TEST(rejects_broken_tables)
 		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"user\":\"no-such-user-x\"}]}",
 		 "user `no-such-user-x` does not exist"},
 		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"ready\":{\"tcp\":70000}}]}", "port number"},
-		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"ready\":{\"http\":1}}]}", "one of unix, tcp or exec"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"ready\":{\"udp\":1}}]}", "one of unix, tcp, http or exec"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"ready\":{\"http\":0}}]}", "ready.http must be a port"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"listen\":[80,0]}]}", "listen[1] must be a port"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"listen\":[1,2,3,4,5]}]}", "at most 4 ports"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"listen\":[81]},"
+		 "{\"name\":\"b\",\"argv\":[\"/b\"],\"listen\":[81]}]}", "port 81 is in listen twice"},
+		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"listen\":[82,82]}]}", "port 82 is in listen twice"},
+		{"{\"dirs\":[{\"path\":\"rel\",\"user\":\"root\",\"mode\":\"0750\"}],"
+		 "\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"]}]}", "needs an absolute path"},
+		{"{\"dirs\":[{\"path\":\"/run/x\",\"user\":\"root\",\"mode\":\"9\"}],"
+		 "\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"]}]}", "is not octal"},
+		{"{\"dirs\":[{\"path\":\"/run/x\",\"user\":\"no-such-user-x\",\"mode\":\"0750\"}],"
+		 "\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"]}]}", "user `no-such-user-x`"},
+		{"{\"dirs\":[{\"path\":\"/run/x\",\"user\":\"root\",\"group\":\"no-such-group-x\",\"mode\":\"0750\"}],"
+		 "\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"]}]}", "group `no-such-group-x`"},
 		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"ready\":{\"exec\":[\"p\"]}}]}", "absolute path"},
 		{"{\"services\":[{\"name\":\"a\",\"argv\":[\"/a\"],\"env\":{\"A\":1}}]}", "env `A` must be a string"},
 	};
@@ -125,6 +166,7 @@ Suite *suite_init_config(void)
 
 	tcase_add_test(tc, orders_by_dependencies);
 	tcase_add_test(tc, expands_variables_and_layers_env);
+	tcase_add_test(tc, parses_listen_dirs_and_groups);
 	tcase_add_test(tc, rejects_broken_tables);
 	tcase_add_test(tc, load_reports_the_file);
 	suite_add_tcase(s, tc);

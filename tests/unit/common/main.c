@@ -26,6 +26,7 @@ int main(void)
 	srunner_add_suite(sr, suite_version());
 	srunner_add_suite(sr, suite_daemon());
 	srunner_add_suite(sr, suite_http1_head());
+	srunner_add_suite(sr, suite_listenfd());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

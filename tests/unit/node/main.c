@@ -14,6 +14,7 @@ int main(void)
 	srunner_add_suite(sr, suite_node_btrfs());
 	srunner_add_suite(sr, suite_node_s3());
 	srunner_add_suite(sr, suite_node_api());
+	srunner_add_suite(sr, suite_node_seal());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -11,5 +11,6 @@ Suite *suite_node_spec(void);
 Suite *suite_node_btrfs(void);
 Suite *suite_node_s3(void);
 Suite *suite_node_api(void);
+Suite *suite_node_seal(void);
 
 #endif
