@@ -177,7 +177,13 @@ static json_t *stop(struct na_node *n, const char *id, const char *rec, const ch
 	}
 	log_info("recording stopped", "{s:s, s:s?, s:s, s:I}", "id", id, "recording", rec, "reason",
 		 reason ? reason : "api", "ms", (json_int_t)(util_now_ms() - t0));
-	/* The finished record is in the sidecar. */
+	/* The finished record is in the sidecar of the segment that ran (a
+	 * recording goes on in new segments after a resize: docs/recording.md). */
+	{
+		const char *seg = json_string_value(json_object_get(ans, "stopped"));
+		if (seg && recid_valid(seg, strlen(seg)))
+			rec = seg;
+	}
 	root = rootfs_fd(n, id, e);
 	if (rec && root != -1) {
 		snprintf(path, sizeof(path), REC_DIR "/%s.json", rec);
@@ -323,12 +329,16 @@ int na_node_rec_read(struct na_node *n, const char *id, const char *rec, size_t 
 		state = json_string_value(json_object_get(j, "state"));
 		if (state && strcmp(state, "recording") == 0)
 			return err_http(e, 409, "recording `%s` is still running; stop it first", rec);
-		if (state && strcmp(state, "done") != 0)
-			return err_http(e, 410, "recording `%s` is %s: its MP4 was not finished", rec,
-					state);
+		/* A failed or interrupted one too: the MP4 is fragmented, so what
+		 * was written plays up to its last fragment.  Only a file with
+		 * nothing in it is gone. */
 		snprintf(path, sizeof(path), REC_DIR "/%s.mp4", rec);
 		if (append_file(root, path, false, &b, e) == -1)
 			goto fail;
+		if (b.len == 0 && state && strcmp(state, "done") != 0) {
+			buf_free(&b);
+			return err_http(e, 410, "recording `%s` is %s and holds no video", rec, state);
+		}
 	} else if (append_file(root, TRACE_FILE ".1", true, &b, e) == -1 ||
 		   append_file(root, TRACE_FILE, true, &b, e) == -1) {
 		goto fail;

@@ -5,7 +5,9 @@
  * alone and which the node keeps), so the agent cannot drive it either.
  *
  *   POST /start {"id": "rec-..."}        -> 201 {"recording": {...}}
- *   POST /stop  {"id"?, "reason"?}       -> 200 {"recording": {...}}
+ *   POST /stop  {"id"?, "reason"?}       -> 200 {"recording": null, "stopped": "rec-..."}
+ *                                           (id may name the segment a recording
+ *                                           began with; "stopped" is the one that ran)
  *   GET  /status                         -> 200 {"recording": {...}|null}
  *
  * docs/recording.md has the whole design. */
@@ -41,8 +43,6 @@ static const struct cfg_opt rec_opts_tab[] = {
 	{"dir", CFG_STR, "/var/lib/cloche/rec", "where recordings are written"},
 	{"ffmpeg", CFG_STR, "/usr/bin/ffmpeg", "the encoder"},
 	{"display", CFG_STR, ":0", "the X display to record"},
-	{"width", CFG_INT, "1280", "the display's width"},
-	{"height", CFG_INT, "800", "the display's height"},
 	{"fps", CFG_INT, "10", "capture rate (frames equal to the last are dropped)"},
 	{"crf", CFG_INT, "30", "libx264 constant rate factor (lower: better, bigger)"},
 	{"start-timeout", CFG_DURATION, "15s", "how long ffmpeg may take to write its first frame"},
@@ -100,6 +100,8 @@ static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 	struct err e = ERR_INIT;
 	AUTOJSON json_t *body = NULL;
 	const char *id = NULL, *reason = "api";
+	AUTOJSON json_t *running = NULL;
+	json_t *out;
 
 	if (!allowed(a, req, resp))
 		return;
@@ -110,11 +112,17 @@ static void h_stop(void *ud, const struct hsrv_req *req, struct hsrv_resp *resp)
 		resp_err(resp, &e);
 		return;
 	}
+	/* The segment that runs now (a continuation of id, perhaps) is the
+	 * one stopped: the answer names it. */
+	running = recorder_status(a->rec);
 	if (recorder_stop(a->rec, id, reason, &e) == -1) {
 		resp_err(resp, &e);
 		return;
 	}
-	hsrv_resp_json(resp, 200, recorder_status(a->rec));
+	out = recorder_status(a->rec);
+	json_object_set(out, "stopped",
+			json_object_get(json_object_get(running, "recording"), "id"));
+	hsrv_resp_json(resp, 200, out);
 }
 
 /* POST /rekey {"secret"}: the node replaces the secret (a fork child and a
@@ -201,17 +209,14 @@ int main(int argc, char **argv)
 		.dir = cfg_str(c, "dir"),
 		.ffmpeg = cfg_str(c, "ffmpeg"),
 		.display = cfg_str(c, "display"),
-		.width = (int)cfg_int(c, "width"),
-		.height = (int)cfg_int(c, "height"),
 		.fps = (int)cfg_int(c, "fps"),
 		.crf = (int)cfg_int(c, "crf"),
 		.start_timeout_ms = cfg_duration_ms(c, "start-timeout"),
 		.stop_timeout_ms = cfg_duration_ms(c, "stop-timeout"),
 	};
-	if (port < 0 || port > 65535 || o.width < 16 || o.width > 8192 || o.height < 16 ||
-	    o.height > 8192 || o.fps < 1 || o.fps > 60 || o.crf < 0 || o.crf > 51 ||
+	if (port < 0 || port > 65535 || o.fps < 1 || o.fps > 60 || o.crf < 0 || o.crf > 51 ||
 	    o.dir[0] != '/' || o.ffmpeg[0] != '/') {
-		err_set(&e, 0, "bad --port, --width, --height, --fps, --crf, --dir or --ffmpeg");
+		err_set(&e, 0, "bad --port, --fps, --crf, --dir or --ffmpeg");
 		daemon_die(2, "bad configuration", &e);
 	}
 	snprintf(a.secret, sizeof(a.secret), "%s", cfg_str(c, "rec-secret"));

@@ -10,6 +10,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/recid.h"
+#include "common/rnd.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -30,6 +31,9 @@ struct recorder {
 	const struct rec_opts *o;
 	pid_t pid;          /* ffmpeg, or 0 */
 	char id[48];
+	char chain[48];     /* the id the node started; a continuation keeps it */
+	char continues[48]; /* the segment this one continues, or "" */
+	int segments;       /* of the chain so far */
 	char started[40];
 	uint64_t started_ms; /* wall clock, ms since the epoch */
 	uint64_t started_mono;
@@ -41,19 +45,23 @@ void rec_ffmpeg_argv(const struct rec_opts *o, const char *out, char scratch[4][
 	size_t n = 0;
 
 	snprintf(scratch[0], 64, "%d", o->fps);
-	snprintf(scratch[1], 64, "%dx%d", o->width, o->height);
+	/* A keyframe, and with frag_keyframe a finished fragment, at least
+	 * every REC_FRAGMENT_S: whatever ends ffmpeg, the file plays up to the
+	 * last one. */
+	snprintf(scratch[1], 64, "expr:gte(t,n_forced*%d)", REC_FRAGMENT_S);
 	/* At least one frame a second even when nothing moves, so the video
 	 * lasts as long as the recording did (a dropped tail would shorten it). */
 	snprintf(scratch[2], 64, "mpdecimate=max=%d", o->fps);
 	snprintf(scratch[3], 64, "%d", o->crf);
 	const char *words[] = {
 		o->ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
-		"-f", "x11grab", "-draw_mouse", "1", "-framerate", scratch[0],
-		"-video_size", scratch[1], "-i", o->display,
+		/* no -video_size: the whole screen at its size now */
+		"-f", "x11grab", "-draw_mouse", "1", "-framerate", scratch[0], "-i", o->display,
 		"-vf", scratch[2], "-fps_mode", "vfr",
-		"-c:v", "libx264", "-preset", "veryfast", "-tune", "stillimage",
+		"-c:v", "libx264", "-preset", "veryfast", "-tune", "stillimage,zerolatency",
 		"-crf", scratch[3], "-pix_fmt", "yuv420p", "-threads", "1",
-		"-movflags", "+faststart", "-f", "mp4", "-y", out,
+		"-force_key_frames", scratch[1],
+		"-movflags", "+frag_keyframe+empty_moov+default_base_moof", "-f", "mp4", "-y", out,
 	};
 	for (size_t i = 0; i < ARRAY_LEN(words) && n < REC_ARGV_MAX - 1; i++)
 		argv[n++] = words[i];
@@ -90,8 +98,12 @@ static int save_json(const char *path, const json_t *v, struct err *e)
 
 static json_t *sidecar(const struct recorder *r, const char *state)
 {
-	return json_pack("{s:s, s:s, s:s, s:I}", "id", r->id, "state", state, "started",
-			 r->started, "started_ms", (json_int_t)r->started_ms);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "id", r->id, "state", state, "started",
+			      r->started, "started_ms", (json_int_t)r->started_ms);
+
+	if (j && r->continues[0])
+		json_object_set_new(j, "continues", json_string(r->continues));
+	return j;
 }
 
 /* Marks sidecars still "recording" from an earlier run (cloche-rec or the
@@ -240,7 +252,24 @@ static pid_t spawn_ffmpeg(const struct rec_opts *o, const char *out, struct err 
 	return pid;
 }
 
+static int start_segment(struct recorder *r, const char *id, struct err *e);
+
 int recorder_start(struct recorder *r, const char *id, struct err *e)
+{
+	if (!recid_valid(id, strlen(id)))
+		return err_http(e, 400, "`%.60s` is not a recording id (rec-[a-z0-9-]+)", id);
+	recorder_reap(r);
+	if (r->pid)
+		return err_http(e, 409, "recording `%s` is running; stop it first", r->id);
+	r->continues[0] = '\0';
+	r->segments = 1;
+	if (start_segment(r, id, e) == -1)
+		return -1;
+	snprintf(r->chain, sizeof(r->chain), "%s", id);
+	return 0;
+}
+
+static int start_segment(struct recorder *r, const char *id, struct err *e)
 {
 	char mp4[4200], side[4200], cur[4200], said[300];
 	uint64_t until;
@@ -248,11 +277,6 @@ int recorder_start(struct recorder *r, const char *id, struct err *e)
 	AUTOJSON json_t *j = NULL;
 	AUTOJSON json_t *c = NULL;
 
-	if (!recid_valid(id, strlen(id)))
-		return err_http(e, 400, "`%.60s` is not a recording id (rec-[a-z0-9-]+)", id);
-	recorder_reap(r);
-	if (r->pid)
-		return err_http(e, 409, "recording `%s` is running; stop it first", r->id);
 	path_of(r, id, ".mp4", mp4, sizeof(mp4));
 	path_of(r, id, ".json", side, sizeof(side));
 	if (stat(side, &st) == 0 || stat(mp4, &st) == 0)
@@ -320,7 +344,8 @@ int recorder_stop(struct recorder *r, const char *id, const char *reason, struct
 	recorder_reap(r);
 	if (!r->pid)
 		return err_http(e, 404, "no recording is running");
-	if (id && strcmp(id, r->id) != 0)
+	/* The node knows the chain by the id it started. */
+	if (id && strcmp(id, r->id) != 0 && strcmp(id, r->chain) != 0)
 		return err_http(e, 404, "recording `%.60s` is not the running one (`%s`)", id, r->id);
 	kill(r->pid, SIGINT);
 	st = wait_exit(r, r->o->stop_timeout_ms);
@@ -350,11 +375,34 @@ void recorder_reap(struct recorder *r)
 	int st;
 
 	if (r->pid && waitpid(r->pid, &st, WNOHANG) == r->pid) {
-		char said[300];
+		char said[300], prev[48], next[48];
+		uint64_t ran = util_now_ms() - r->started_mono;
+		struct err e = ERR_INIT;
+
 		ffmpeg_said(said, sizeof(said));
 		log_error("ffmpeg died while recording", "{s:s, s:i, s:s}", "id", r->id, "status", st,
 			  "ffmpeg", said);
+		snprintf(prev, sizeof(prev), "%s", r->id);
+		/* Its fragments so far play (rec_ffmpeg_argv): the segment ends
+		 * "failed" but whole up to its last fragment. */
 		finish(r, "failed", "ffmpeg died");
+		/* The screen was resized, the grab's X connection killed, the
+		 * display restarted: the recording goes on in a new segment at
+		 * the screen's new size.  Not after a segment that ended at once
+		 * (a disk that is full, a display that is gone), nor forever. */
+		if (ran < REC_SEGMENT_MIN_MS || r->segments >= REC_SEGMENTS_MAX)
+			return;
+		if (rnd_hex("rec-", 8, next, sizeof(next), &e) == -1)
+			return;
+		snprintf(r->continues, sizeof(r->continues), "%s", prev);
+		r->segments++;
+		if (start_segment(r, next, &e) == -1) {
+			log_error("the recording could not go on in a new segment", "{s:s, s:s}", "id",
+				  prev, "error", e.msg);
+			return;
+		}
+		log_info("recording goes on in a new segment", "{s:s, s:s, s:s, s:i}", "id", next,
+			 "continues", prev, "chain", r->chain, "segment", r->segments);
 	}
 }
 

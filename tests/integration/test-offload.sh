@@ -186,7 +186,9 @@ check "... its desktop refuses the old VNC secret ($old_code) and takes the new 
 
 # --- a corrupted object
 r=$(api2 POST "/v1/sandboxes/$A/hibernate")
+[[ $(status_of "$r") == 200 ]] || echo "# hibernate on node 2: $r"
 r=$(api2 POST "/v1/sandboxes/$A/offload")
+[[ $(status_of "$r") == 200 ]] || echo "# offload from node 2: $r"
 prefix2=$(body_of "$r" | jq -r .l2.prefix)
 check "offloaded again from node 2 (generation 2)" test "$prefix2" = "$pre/sandboxes/$A/2/"
 head -c 4096 /dev/urandom >"$work/junk"

@@ -15,7 +15,7 @@
 START_TEST(ffmpeg_command_line)
 {
 	struct rec_opts o = {.dir = "/d", .ffmpeg = "/usr/bin/ffmpeg", .display = ":0",
-			     .width = 1280, .height = 800, .fps = 15, .crf = 30};
+			     .fps = 15, .crf = 30};
 	char scratch[4][64], line[1024] = "";
 	const char *argv[REC_ARGV_MAX];
 	size_t n;
@@ -29,7 +29,9 @@ START_TEST(ffmpeg_command_line)
 	ck_assert_str_eq(argv[0], "/usr/bin/ffmpeg");
 	ck_assert_str_eq(argv[n - 1], "/d/rec-1.mp4");
 	ck_assert_ptr_nonnull(strstr(line, "-f x11grab "));
-	ck_assert_ptr_nonnull(strstr(line, "-framerate 15 -video_size 1280x800 -i :0 "));
+	ck_assert_ptr_nonnull(strstr(line, "-framerate 15 -i :0 ")); /* the screen at its size */
+	ck_assert_ptr_nonnull(strstr(line, "-force_key_frames expr:gte(t,n_forced*2) "));
+	ck_assert_ptr_nonnull(strstr(line, "-movflags +frag_keyframe+empty_moov+default_base_moof -f mp4 "));
 	/* An idle screen: equal frames dropped, but one a second kept, so the
 	 * video lasts as long as the recording. */
 	ck_assert_ptr_nonnull(strstr(line, "-vf mpdecimate=max=15 -fps_mode vfr "));
@@ -77,7 +79,7 @@ START_TEST(failed_start_leaves_nothing)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	for (size_t i = 0; i < 2; i++) {
 		struct rec_opts o = {.dir = dir, .ffmpeg = encoders[i], .display = ":99",
-				     .width = 64, .height = 64, .fps = 5, .crf = 30,
+				     .fps = 5, .crf = 30,
 				     .start_timeout_ms = 5000, .stop_timeout_ms = 1000};
 		struct err e = ERR_INIT;
 		struct recorder *r = recorder_new(&o, &e);
