@@ -18,7 +18,8 @@ cleanup() {
 	:
 	[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
 	pkill -KILL -f "${work}[/]" 2>/dev/null
-	[[ -n ${KEEP:-} ]] || rm -rf "$work"
+	[[ -z ${recdir:-} ]] || pkill -KILL -f "--dir ${recdir}$" 2>/dev/null
+	[[ -n ${KEEP:-} ]] || rm -rf "$work" "${recdir:-}"
 }
 trap cleanup EXIT
 
@@ -98,13 +99,15 @@ check "nothing init started survives it" bash -c "! pgrep -f '${work}[/]' >/dev/
 # not a connect.
 hport=$(free_port)
 hport2=$(free_port)
-mkdir -p "$work/rec" && chown nobody "$work/rec" && chmod 0755 "$work"
+# nobody's directory is outside TMPDIR, which make test makes 0700.
+recdir=$(mktemp -d /tmp/cloche-init-rec.XXXXXX)
+chmod 0755 "$recdir" && chown nobody "$recdir"
 cat >"$work/held.json" <<JSON
 {
   "services": [
     {"name": "rec", "user": "nobody", "listen": [$hport, $hport2],
      "env": {"CLOCHE_REC_SECRET": "abcdefghijklmnopqrstuvwxyz0123"},
-     "argv": ["$PWD/${BUILD:-build}/bin/cloche-rec", "--port", "$hport", "--dir", "$work/rec",
+     "argv": ["$PWD/${BUILD:-build}/bin/cloche-rec", "--port", "$hport", "--dir", "$recdir",
               "--display", ":99"],
      "ready": {"http": $hport}}
   ]
@@ -114,12 +117,13 @@ port=$(free_port)
 "$bin" --services "$work/held.json" --health-port "$port" --health-listen 127.0.0.1 >"$work/held.log" 2>&1 &
 pid=$!
 check "a server on a port init holds becomes ready by its http answer" \
-	wait_health 10 '.services.rec.state == "ready"'
+	wait_health 30 '.services.rec.state == "ready"' ||
+	sed 's/^/# held.log: /' "$work/held.log" | cut -c1-400
 rec_pid=$(field .services.rec.pid)
 check "it runs as its user with that user's groups (uid $(awk '/^Uid/ {print $2}' "/proc/$rec_pid/status"))" \
 	bash -c "grep -q '^Uid:[[:space:]]*65534' /proc/$rec_pid/status && grep -q '^Groups:[[:space:]]*65534[[:space:]]*$' /proc/$rec_pid/status"
-check "it answers on the held port, fd 3 from init (HTTP $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/"))" \
-	bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$hport/) =~ ^[2-4] ]] && \
+check "it answers on the held port, fd 3 from init (HTTP $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/"))" \
+	bash -c "[[ \$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:$hport/) =~ ^[2-4] ]] && \
 		[[ \$(readlink /proc/$rec_pid/fd/3) == socket:* ]]"
 # The port must stay held through the death and the backoff before the next run.
 kill -KILL "$rec_pid"
@@ -131,7 +135,7 @@ done
 check "while it is down nobody else can bind either port (binds that worked: $binds of 40)" test "$binds" = 0
 code=$(curl -s -o /dev/null -m 10 -w '%{http_code}' "http://127.0.0.1:$hport/")
 check "a request made while it was down is answered by its next run (HTTP $code)" bash -c "[[ $code =~ ^[2-4] ]]"
-check "the next run is ready again" wait_health 10 ".services.rec.pid != $rec_pid and .services.rec.state == \"ready\""
+check "the next run is ready again" wait_health 30 ".services.rec.pid != $rec_pid and .services.rec.state == \"ready\""
 kill -TERM "$pid"
 wait "$pid"
 pid=
