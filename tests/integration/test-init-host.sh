@@ -18,7 +18,7 @@ cleanup() {
 	:
 	[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
 	pkill -KILL -f "${work}[/]" 2>/dev/null
-	[[ -z ${recdir:-} ]] || pkill -KILL -f "--dir ${recdir}$" 2>/dev/null
+	[[ -z ${recdir:-} ]] || pkill -KILL -f "[-]-dir ${recdir}$" 2>/dev/null
 	[[ -n ${KEEP:-} ]] || rm -rf "$work" "${recdir:-}"
 }
 trap cleanup EXIT
