@@ -1,11 +1,13 @@
 /* SHA-256 of files for the node agent (S3 payload hashes, checkpoint
- * checksums).  Apart from util.c so the programs and fuzz targets that do
+ * checksums), and HMAC-SHA256 (S3 signatures, sandbox tokens, sealed
+ * manifests).  Apart from util.c so the programs and fuzz targets that do
  * not link libcrypto need not. */
 #include "common/digest.h"
 #include "common/util.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -50,4 +52,14 @@ out:
 	EVP_MD_CTX_free(md);
 	free(chunk);
 	return r;
+}
+
+int digest_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+		       unsigned char out[32])
+{
+	unsigned int n = 0;
+
+	if (!HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &n) || n != 32)
+		return -1;
+	return 0;
 }

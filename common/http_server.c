@@ -13,7 +13,6 @@
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <libwebsockets.h>
 #include <pthread.h>
@@ -805,8 +804,7 @@ struct hsrv *hsrv_new(const struct hsrv_opts *o, struct err *e)
 	}
 	if (held >= 0) {
 		srv->held_port = o->port;
-		if (fcntl(held, F_SETFL, fcntl(held, F_GETFL) | O_NONBLOCK) == -1 ||
-		    hsrv_watch(srv, held, accept_held, srv, e)) {
+		if (hsrv_watch(srv, held, accept_held, srv, e)) {
 			err_wrap(e, "port %d from init", o->port);
 			hsrv_free(srv);
 			return NULL;

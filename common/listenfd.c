@@ -55,7 +55,9 @@ static void scan(void)
 		if (fl == -1)
 			continue;
 		fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
-		ports[i] = port_of(fd);
+		if ((ports[i] = port_of(fd)) > 0 &&
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1)
+			ports[i] = 0;
 	}
 }
 

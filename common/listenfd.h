@@ -11,10 +11,11 @@
 #ifndef CLOCHE_LISTENFD_H
 #define CLOCHE_LISTENFD_H
 
-/* The inherited listening TCP socket bound to port, or -1 when there is
- * none.  The first call reads LISTEN_FDS, marks every inherited socket
- * close-on-exec (a child of the server must not hold the port) and removes
- * LISTEN_FDS from the environment; each socket is handed out once.  For
+/* The inherited listening TCP socket bound to port, non-blocking (for an
+ * event loop's accept), or -1 when there is none.  The first call reads
+ * LISTEN_FDS, marks every inherited socket close-on-exec (a child of the
+ * server must not hold the port) and removes LISTEN_FDS from the
+ * environment; each socket is handed out once.  For
  * start-up code on the main thread. */
 int listenfd_take(int port);
 

@@ -2,14 +2,13 @@
 #include "common/sbtoken.h"
 
 #include "common/b64.h"
+#include "common/digest.h"
 #include "common/rnd.h"
 #include "common/secret.h"
 #include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,13 +19,11 @@
 /* base64url of HMAC-SHA256(key, msg) into mac (44 bytes). */
 static int mac_msg(const void *key, size_t key_len, const char *msg, char *mac)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[32];
 
-	if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)msg, strlen(msg), md,
-		  &mdlen) || mdlen != 32)
+	if (digest_hmac_sha256(key, key_len, msg, strlen(msg), md) == -1)
 		return -1;
-	return b64_encode(md, mdlen, B64_URL | B64_NOPAD, mac, 44) < 0 ? -1 : 0;
+	return b64_encode(md, sizeof(md), B64_URL | B64_NOPAD, mac, 44) < 0 ? -1 : 0;
 }
 
 /* base64url of the MAC over "st1.<id>" into mac (44 bytes). */

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -231,17 +230,6 @@ static int s3_sha256_hex(const void *p, size_t n, char hex[65])
 	return 0;
 }
 
-static int s3_hmac(const void *key, size_t klen, const char *msg, size_t mlen,
-		   unsigned char out[32])
-{
-	unsigned int n = 0;
-
-	if (!HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, mlen, out, &n) ||
-	    n != 32)
-		return -1;
-	return 0;
-}
-
 /* The signature of to_sign with the key derived from the secret for one
  * day, region and service: the HMAC chain "AWS4"+secret -> date -> region
  * -> service -> "aws4_request" -> string to sign. */
@@ -255,11 +243,11 @@ static int s3_signature(const struct na_s3_sig *sig, const char *date8, const st
 
 	if (n < 0 || (size_t)n >= sizeof(secret))
 		goto out;
-	if (s3_hmac(secret, (size_t)n, date8, 8, k) == -1 ||
-	    s3_hmac(k, 32, sig->region, strlen(sig->region), k2) == -1 ||
-	    s3_hmac(k2, 32, sig->service, strlen(sig->service), k) == -1 ||
-	    s3_hmac(k, 32, "aws4_request", 12, k2) == -1 ||
-	    s3_hmac(k2, 32, to_sign->data, to_sign->len, k) == -1)
+	if (digest_hmac_sha256(secret, (size_t)n, date8, 8, k) == -1 ||
+	    digest_hmac_sha256(k, 32, sig->region, strlen(sig->region), k2) == -1 ||
+	    digest_hmac_sha256(k2, 32, sig->service, strlen(sig->service), k) == -1 ||
+	    digest_hmac_sha256(k, 32, "aws4_request", 12, k2) == -1 ||
+	    digest_hmac_sha256(k2, 32, to_sign->data, to_sign->len, k) == -1)
 		goto out;
 	util_hex(k, 32, hex);
 	r = 0;

@@ -2,6 +2,7 @@
 #include "node-agent/na_seal.h"
 
 #include "common/b64.h"
+#include "common/digest.h"
 #include "common/json.h"
 #include "common/rnd.h"
 #include "common/secret.h"
@@ -9,7 +10,6 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +20,6 @@
 #define TAG 16
 #define SECRETS_MAX 4096 /* bytes of the secrets' JSON */
 
-static int hmac(const unsigned char *key, size_t klen, const void *msg, size_t mlen,
-		unsigned char out[32])
-{
-	unsigned int n = 32;
-
-	return HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &n) && n == 32 ? 0 : -1;
-}
-
 int na_seal_init(struct na_seal *k, const char *key, size_t len, struct err *e)
 {
 	static const char mac[] = "cloche-seal v1 mac", enc[] = "cloche-seal v1 enc";
@@ -35,8 +27,8 @@ int na_seal_init(struct na_seal *k, const char *key, size_t len, struct err *e)
 	if (len < NA_SEAL_KEY_MIN)
 		return err_set(e, 0, "the seal key has %zu characters; it needs at least %d", len,
 			       NA_SEAL_KEY_MIN);
-	if (hmac((const unsigned char *)key, len, mac, sizeof(mac) - 1, k->mac) == -1 ||
-	    hmac((const unsigned char *)key, len, enc, sizeof(enc) - 1, k->enc) == -1)
+	if (digest_hmac_sha256(key, len, mac, sizeof(mac) - 1, k->mac) == -1 ||
+	    digest_hmac_sha256(key, len, enc, sizeof(enc) - 1, k->enc) == -1)
 		return err_set(e, 0, "derive the seal keys");
 	return 0;
 }
@@ -103,10 +95,9 @@ int na_seal(const struct na_seal *k, const json_t *m, struct buf *out, struct er
 	}
 	if (cj_dump_buf(copy, out, e) == -1)
 		return -1;
-	if (hmac(k->mac, sizeof(k->mac), out->data + start, out->len - start, mac) == -1)
+	if (digest_hmac_sha256(k->mac, sizeof(k->mac), out->data + start, out->len - start, mac) == -1)
 		return err_set(e, 0, "seal the manifest");
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	util_hex(mac, sizeof(mac), hex);
 	return buf_appendf(out, e, "%s%s\n", TRAILER, hex);
 }
 
@@ -137,14 +128,15 @@ json_t *na_unseal(const struct na_seal *k, const char *data, size_t len, struct 
 		return NULL;
 	}
 	for (int i = 0; i < 32; i++) {
-		unsigned v;
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+		int hi = util_hexval(hex[2 * i]), lo = util_hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
 			err_http(e, 502, "the manifest's seal is malformed; not restored");
 			return NULL;
 		}
-		want[i] = (unsigned char)v;
+		want[i] = (unsigned char)(hi << 4 | lo);
 	}
-	if (hmac(k->mac, sizeof(k->mac), data, (size_t)(t - data), got) == -1 ||
+	if (digest_hmac_sha256(k->mac, sizeof(k->mac), data, (size_t)(t - data), got) == -1 ||
 	    !secret_equal(got, sizeof(got), want, sizeof(want))) {
 		err_http(e, 502, "the manifest in S3 does not match its seal: it was changed, or sealed "
 				 "with another key (--s3-seal-key-file); not restored");

@@ -274,6 +274,15 @@ static int listen_env(struct init_service *s, struct err *e)
 	return 0;
 }
 
+static void listen_close(struct init_service *s)
+{
+	for (size_t i = 0; i < s->nlisten; i++)
+		if (s->listen_fd[i] >= 0) {
+			close(s->listen_fd[i]);
+			s->listen_fd[i] = -1;
+		}
+}
+
 static void service_free(struct init_service *s)
 {
 	free(s->name);
@@ -284,9 +293,7 @@ static void service_free(struct init_service *s)
 	free(s->after);
 	free(s->probe.path);
 	strv_free(s->probe.argv);
-	for (size_t i = 0; i < s->nlisten; i++)
-		if (s->listen_fd[i] >= 0)
-			close(s->listen_fd[i]);
+	listen_close(s);
 }
 
 static int parse_service(json_t *j, json_t *root, struct init_service *s, struct err *e)
@@ -389,6 +396,24 @@ int init_dirs_make(const struct init_config *c, struct err *e)
 		if (lchown(d->path, d->uid, d->gid) == -1 || chmod(d->path, d->mode) == -1)
 			return err_set(e, errno, "own `%s`", d->path);
 	}
+	return 0;
+}
+
+/* A port can be held for one service only. */
+static int check_listen_once(const struct init_config *c, struct err *e)
+{
+	int seen[INIT_MAX_SERVICES * INIT_MAX_LISTEN];
+	size_t nseen = 0;
+
+	for (size_t i = 0; i < c->nsvc; i++)
+		for (size_t k = 0; k < c->svc[i].nlisten; k++) {
+			int port = c->svc[i].listen_port[k];
+
+			for (size_t j = 0; j < nseen; j++)
+				if (seen[j] == port)
+					return err_set(e, 0, "port %d is in listen twice", port);
+			seen[nseen++] = port;
+		}
 	return 0;
 }
 
@@ -508,14 +533,8 @@ int init_config_parse(const char *text, struct init_config *c, struct err *e)
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < c->nsvc; i++)
-		for (size_t k = 0; k < c->svc[i].nlisten; k++)
-			for (size_t j = 0; j <= i; j++)
-				for (size_t l = 0; l < (j == i ? k : c->svc[j].nlisten); l++)
-					if (c->svc[j].listen_port[l] == c->svc[i].listen_port[k]) {
-						err_set(e, 0, "port %d is in listen twice", c->svc[i].listen_port[k]);
-						goto out;
-					}
+	if (check_listen_once(c, e))
+		goto out;
 	rc = resolve_order(c, jsvcs, e);
 out:
 	json_decref(root);
@@ -574,13 +593,10 @@ int init_listen_open(struct init_config *c, struct err *e)
 	for (size_t i = 0; i < c->nsvc; i++)
 		for (size_t k = 0; k < c->svc[i].nlisten; k++) {
 			int fd = listen_one(c->svc[i].listen_port[k], e);
+
 			if (fd == -1) {
-				for (size_t j = 0; j <= i; j++)
-					for (size_t l = 0; l < c->svc[j].nlisten; l++)
-						if (c->svc[j].listen_fd[l] >= 0) {
-							close(c->svc[j].listen_fd[l]);
-							c->svc[j].listen_fd[l] = -1;
-						}
+				for (size_t j = 0; j < c->nsvc; j++)
+					listen_close(&c->svc[j]);
 				return err_wrap(e, "service `%s`", c->svc[i].name);
 			}
 			c->svc[i].listen_fd[k] = fd;

@@ -7,7 +7,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -24,11 +23,8 @@ int vnc_net_listen(const char *addr, int port, struct err *e)
 
 	/* A port init holds (common/listenfd.h) is taken as it is. */
 	fd = listenfd_take(port);
-	if (fd >= 0) {
-		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1)
-			return err_set(e, errno, "port %d from init", port);
+	if (fd >= 0)
 		return take_fd(&fd);
-	}
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;

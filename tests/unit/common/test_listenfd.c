@@ -38,6 +38,8 @@ static int child_steps(void)
 		return 5;
 	if (listenfd_take(port) != 3)
 		return 6;
+	if (!(fcntl(3, F_GETFL) & O_NONBLOCK))
+		return 8; /* ready for an event loop's accept */
 	if (listenfd_take(port) != -1)
 		return 7; /* handed out once */
 	return 0;
