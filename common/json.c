@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,6 +79,28 @@ json_t *cj_parse(const char *p, size_t len, size_t max_len, int max_depth, struc
 		return NULL;
 	}
 	return v;
+}
+
+int cj_save_file(const char *path, const json_t *v, mode_t mode, struct err *e)
+{
+	AUTOFREE char *text = cj_dump(v);
+	AUTOFREE char *tmp = NULL;
+	AUTOCLOSE int fd = -1;
+
+	if (!text || asprintf(&tmp, "%s.tmp", path) == -1) {
+		tmp = NULL;
+		return err_set(e, ENOMEM, "write `%s`", path);
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd == -1)
+		return err_set(e, errno, "open `%s`", tmp);
+	if (util_write_all(fd, text, strlen(text)) == -1 || util_write_all(fd, "\n", 1) == -1 ||
+	    rename(tmp, path) == -1) {
+		err_set(e, errno, "write `%s`", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 json_t *cj_load_file(const char *path, size_t max_len, struct err *e)

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A nesting depth no API document of ours comes near. */
 #define CJ_MAX_DEPTH 32
@@ -34,6 +35,12 @@ json_t *cj_parse(const char *p, size_t len, size_t max_len, int max_depth, struc
 /* Reads and parses the file at path (at most max_len bytes, depth
  * CJ_MAX_DEPTH); errors name the file.  Returns a new reference or NULL. */
 json_t *cj_load_file(const char *path, size_t max_len, struct err *e);
+
+/* Writes v to path whole: a temporary file beside it (created with mode,
+ * not following a link), then a rename, so a reader sees the old text or
+ * the new, never part of one.  Ends the text with a newline.  0, or -1
+ * with e set naming the file (the temporary file is removed). */
+int cj_save_file(const char *path, const json_t *v, mode_t mode, struct err *e);
 
 /* Serializes v compactly (any JSON type, keys in insertion order).
  * Returns a string the caller frees, or NULL when out of memory. */

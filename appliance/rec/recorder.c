@@ -74,28 +74,6 @@ static void path_of(const struct recorder *r, const char *id, const char *ext, c
 	snprintf(out, len, "%s/%s%s", r->o->dir, id, ext);
 }
 
-/* Writes v to path whole (temporary file, rename), world-readable. */
-static int save_json(const char *path, const json_t *v, struct err *e)
-{
-	char tmp[4200];
-	AUTOFREE char *text = cj_dump(v);
-	AUTOCLOSE int fd = -1;
-
-	if (!text)
-		return err_set(e, ENOMEM, "write `%s`", path);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd == -1)
-		return err_set(e, errno, "open `%s`", tmp);
-	if (util_write_all(fd, text, strlen(text)) == -1 || util_write_all(fd, "\n", 1) == -1 ||
-	    rename(tmp, path) == -1) {
-		err_set(e, errno, "write `%s`", path);
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
 static json_t *sidecar(const struct recorder *r, const char *state)
 {
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "id", r->id, "state", state, "started",
@@ -130,7 +108,7 @@ static void sweep_interrupted(const struct rec_opts *o)
 		if (!j || cj_get_str(j, "state", "", &state, &e) == -1 || strcmp(state, "recording"))
 			continue;
 		json_object_set_new(j, "state", json_string("interrupted"));
-		if (save_json(path, j, &e) == -1)
+		if (cj_save_file(path, j, 0644, &e) == -1)
 			log_warn("cannot mark a recording interrupted", "{s:s}", "error", e.msg);
 		else
 			log_warn("recording interrupted by a restart", "{s:s}", "file", de->d_name);
@@ -176,7 +154,7 @@ static void finish(struct recorder *r, const char *state, const char *reason)
 	json_object_set_new(j, "bytes", json_integer(stat(path, &st) == 0 ? (json_int_t)st.st_size : 0));
 	json_object_set_new(j, "reason", json_string(reason));
 	path_of(r, r->id, ".json", path, sizeof(path));
-	if (save_json(path, j, &e) == -1)
+	if (cj_save_file(path, j, 0644, &e) == -1)
 		log_error("cannot write a recording's record", "{s:s, s:s}", "id", r->id, "error", e.msg);
 	snprintf(path, sizeof(path), "%s/current", r->o->dir);
 	unlink(path);
@@ -322,7 +300,7 @@ static int start_segment(struct recorder *r, const char *id, struct err *e)
 	j = sidecar(r, "recording");
 	c = json_pack("{s:s, s:I}", "id", r->id, "started_ms", (json_int_t)r->started_ms);
 	snprintf(cur, sizeof(cur), "%s/current", r->o->dir);
-	if (!j || !c || save_json(side, j, e) == -1 || save_json(cur, c, e) == -1) {
+	if (!j || !c || cj_save_file(side, j, 0644, e) == -1 || cj_save_file(cur, c, 0644, e) == -1) {
 		kill(r->pid, SIGKILL);
 		wait_exit(r, 5000);
 		r->pid = 0;

@@ -21,6 +21,7 @@
 #include "pointer.h"
 #include "resize.h"
 #include "server.h"
+#include "state.h"
 
 #include "common/secret.h"
 #include "common/log.h"
@@ -52,6 +53,7 @@ struct vnc_app {
 	struct vnc_lease *lease; /* NULL with --control shared or no input */
 	struct vnc_agent *agent;
 	unsigned lease_seen;     /* the lease version viewers were told of */
+	struct vnc_state *state; /* what outlives a restart (--state-dir) */
 	struct vnc_resize *resize;
 	int rfb_fd;
 	int sig_fd;
@@ -59,6 +61,16 @@ struct vnc_app {
 	char view_secret[48]; /* of the secret: for viewers that may only watch */
 	struct pollfd fds[MAX_POLL];
 };
+
+/* Writes what a restart must not lose; a failure is logged (the process
+ * goes on, and a restart would then forget). */
+static void save_state(struct vnc_app *app)
+{
+	struct err e = ERR_INIT;
+
+	if (vnc_state_save(app->state, app->secret, app->lease, &e) == -1)
+		log_error("cannot save the state for a restart", "{s:s}", "error", e.msg);
+}
 
 /* POST /cloche/rekey, checked: the guard reads app->secret and
  * app->view_secret, so replacing them in place is the whole change for
@@ -78,6 +90,7 @@ static int on_rekey(void *ctx, const char *secret, struct err *e)
 	snprintf(app->secret, sizeof(app->secret), "%s", secret);
 	memcpy(app->view_secret, view, sizeof(view));
 	explicit_bzero(view, sizeof(view));
+	save_state(app);
 	return 0;
 }
 
@@ -134,6 +147,16 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 		app->in = vnc_input_new(&app->disp, e);
 		if (!app->in)
 			goto fail;
+	}
+	/* An earlier run of this start may have been rekeyed: its secret is
+	 * the one in force, not the environment's. */
+	app->state = vnc_state_open(o->state_dir, o->secret, e);
+	if (!app->state)
+		goto fail;
+	if (vnc_state_secret(app->state)) {
+		app->opts.secret = (char *)vnc_state_secret(app->state);
+		o = &app->opts;
+		log_info("the secret an earlier run was rekeyed to is in force", NULL);
 	}
 	app->srv = vnc_server_new(o, app->disp.width, app->disp.height,
 				  vnc_capture_framebuffer(app->cap), app->in, on_clients, app, e);
@@ -201,6 +224,14 @@ struct vnc_app *vnc_app_start(const struct vnc_options *o, struct err *e)
 			goto fail;
 		}
 		app->agent = vnc_agent_new(o->display, app->lease, &le);
+		if (app->agent && vnc_state_lease(app->state)) {
+			if (vnc_lease_restore(app->lease, vnc_state_lease(app->state),
+					      util_now_ms()) == 0)
+				log_info("the control lease of an earlier run is taken up", NULL);
+			else
+				log_warn("the control lease of an earlier run is not one: ignored",
+					 NULL);
+		}
 		if (app->agent) {
 			vnc_server_set_lease(app->srv, app->lease);
 			if (app->http)
@@ -298,6 +329,7 @@ int vnc_app_run(struct vnc_app *app)
 			vnc_lease_tick(app->lease, now, util_wall_ms());
 			if (vnc_lease_version(app->lease) != app->lease_seen) {
 				app->lease_seen = vnc_lease_version(app->lease);
+				save_state(app);
 				vnc_agent_deliver(app->agent, now);
 				if (app->http)
 					vnc_http_lease_changed(app->http, now);
@@ -374,6 +406,7 @@ void vnc_app_stop(struct vnc_app *app)
 	/* The server first: it owns the cursor and uses the framebuffer. */
 	vnc_server_free(app->srv);
 	vnc_lease_free(app->lease);
+	vnc_state_free(app->state);
 	vnc_pointer_free(app->ptr);
 	vnc_clip_free(app->clip);
 	vnc_cursor_free(app->cur);

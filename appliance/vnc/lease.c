@@ -356,3 +356,106 @@ json_t *vnc_lease_state_json(const struct vnc_lease *l, const char *key)
 	json_object_set_new(o, "viewers", json_integer(viewers));
 	return o;
 }
+
+static json_t *answer_save(const struct vnc_lease_answer *a)
+{
+	if (!a->answered)
+		return json_null();
+	return json_pack("{s:b, s:s, s:I, s:I}", "left", a->left, "note", a->note, "taken",
+			 (json_int_t)a->taken_wall, "back", (json_int_t)a->back_wall);
+}
+
+json_t *vnc_lease_save_json(const struct vnc_lease *l)
+{
+	json_t *help = json_array(), *o;
+
+	for (int i = 0; help && i < VNC_LEASE_MAX_HELP; i++) {
+		const struct help *h = &l->help[i];
+
+		if (h->id)
+			json_array_append_new(help, json_pack("{s:I, s:s, s:I, s:o}", "id",
+							      (json_int_t)h->id, "reason", h->reason,
+							      "since", (json_int_t)h->since_wall,
+							      "answer", answer_save(&h->answer)));
+	}
+	o = json_pack("{s:i, s:o, s:I, s:o, s:o}", "v", 1, "holder",
+		      l->holder[0] && !l->implicit
+			      ? json_pack("{s:s, s:I}", "key", l->holder, "since",
+					  (json_int_t)l->since_wall)
+			      : json_null(),
+		      "next_help", (json_int_t)l->next_help, "help", help ? help : json_null(),
+		      "handback",
+		      l->handback_pending ? answer_save(&l->handback) : json_null());
+	return o;
+}
+
+/* An answer as answer_save() wrote it (null: none yet); false when it is
+ * something else. */
+static bool answer_load(const json_t *j, struct vnc_lease_answer *a)
+{
+	json_t *left, *note, *taken, *back;
+
+	memset(a, 0, sizeof(*a));
+	if (json_is_null(j))
+		return true;
+	left = json_object_get(j, "left");
+	note = json_object_get(j, "note");
+	taken = json_object_get(j, "taken");
+	back = json_object_get(j, "back");
+	if (!json_is_boolean(left) || !json_is_string(note) || !json_is_integer(taken) ||
+	    !json_is_integer(back))
+		return false;
+	a->answered = true;
+	a->left = json_is_true(left);
+	copy_text(a->note, sizeof(a->note), json_string_value(note));
+	a->taken_wall = json_integer_value(taken);
+	a->back_wall = json_integer_value(back);
+	return true;
+}
+
+int vnc_lease_restore(struct vnc_lease *l, const json_t *j, uint64_t now)
+{
+	AUTOFREE struct vnc_lease *n = calloc(1, sizeof(*n));
+	json_t *holder = json_object_get(j, "holder");
+	json_t *help = json_object_get(j, "help"), *next = json_object_get(j, "next_help");
+	json_t *h, *key, *since;
+	size_t i;
+
+	if (!n)
+		return -1;
+	if (json_integer_value(json_object_get(j, "v")) != 1 || !json_is_array(help) ||
+	    json_array_size(help) > VNC_LEASE_MAX_HELP || !json_is_integer(next) ||
+	    json_integer_value(next) < 0 || json_integer_value(next) > UINT32_MAX)
+		return -1;
+	if (!json_is_null(holder)) {
+		key = json_object_get(holder, "key");
+		since = json_object_get(holder, "since");
+		if (!json_is_string(key) || json_string_length(key) == 0 ||
+		    json_string_length(key) >= sizeof(n->holder) || !json_is_integer(since))
+			return -1;
+		snprintf(n->holder, sizeof(n->holder), "%s", json_string_value(key));
+		n->since_wall = json_integer_value(since);
+		n->gone_at = now ? now : 1; /* its page reconnects, or the grace ends */
+	}
+	n->next_help = (unsigned)json_integer_value(next);
+	json_array_foreach(help, i, h) {
+		json_t *id = json_object_get(h, "id"), *reason = json_object_get(h, "reason");
+		struct help *slot = &n->help[i];
+
+		if (!json_is_integer(id) || json_integer_value(id) < 1 ||
+		    json_integer_value(id) > UINT32_MAX || !json_is_string(reason) ||
+		    !json_is_integer(json_object_get(h, "since")) ||
+		    !answer_load(json_object_get(h, "answer"), &slot->answer))
+			return -1;
+		slot->id = (unsigned)json_integer_value(id);
+		copy_text(slot->reason, sizeof(slot->reason), json_string_value(reason));
+		slot->since_wall = json_integer_value(json_object_get(h, "since"));
+		slot->orphan_end = now + VNC_LEASE_ORPHAN_MS; /* its caller was cut off */
+	}
+	if (!answer_load(json_object_get(j, "handback"), &n->handback))
+		return -1;
+	n->handback_pending = n->handback.answered;
+	n->version = l->version + 1;
+	*l = *n;
+	return 0;
+}

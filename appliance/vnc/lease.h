@@ -119,4 +119,18 @@ void vnc_lease_tick(struct vnc_lease *l, uint64_t now, int64_t wall);
  * null, agent_busy, help: [{id, reason, since}], viewers}.  New reference. */
 json_t *vnc_lease_state_json(const struct vnc_lease *l, const char *key);
 
+/* What outlives a restart of cloche-vnc (its X connection killed, a
+ * crash): the holder, who then has VNC_LEASE_GRACE_MS to come back as after
+ * a reconnect; help requests, as if their callers had just left (an agent
+ * asking again with the same reason takes its request up again, and an
+ * answer given meanwhile waits for it); the hand-back the agent was not
+ * told of.  A plain VNC client's implicit lease and a running agent action
+ * end with the process.  New reference. */
+json_t *vnc_lease_save_json(const struct vnc_lease *l);
+
+/* Takes up what vnc_lease_save_json() wrote into a lease that has no
+ * viewers yet (a new one).  Returns 0, or -1 when j is not such a state
+ * (the lease is then left as it was). */
+int vnc_lease_restore(struct vnc_lease *l, const json_t *j, uint64_t now);
+
 #endif

@@ -27,6 +27,7 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_RESIZE,
 	OPT_SIZE,
+	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"resize", required_argument, NULL, OPT_RESIZE},
 	{"size", required_argument, NULL, OPT_SIZE},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -80,12 +82,15 @@ void vnc_options_usage(const char *prog, int to_stderr)
 		"                        CLOCHE_VNC_RESIZE)\n"
 		"  --size WxH            the desktop's size when no viewer asked for one\n"
 		"                        (default: the X screen's size at start)\n"
+		"  --state-dir DIR       keep what a restart must not lose there: the secret\n"
+		"                        after a rekey and the control lease (default: none)\n"
 		"  --log-level LEVEL     debug, info, warn or error (default info)\n"
 		"  --help                show this text and exit\n"
 		"  --version             print the version and exit\n"
 		"\n"
 		"CLOCHE_VNC_SECRET, when set, is the sandbox's secret: a WebSocket must\n"
 		"carry it as ?secret= and it is the VNC password (when no --password-file).\n"
+		"With --state-dir, a secret a rekey put in force outlives a restart.\n"
 		"\n"
 		"Logs are JSON lines on stderr.  Exits 0 on SIGTERM/SIGINT, 1 when the\n"
 		"X connection is lost or start-up fails, 2 on bad flags.\n",
@@ -182,6 +187,9 @@ enum vnc_options_result vnc_options_parse(struct vnc_options *o, int argc, char 
 				err_set(e, 0, "--size: `%s` is not WxH (e.g. 1280x800)", optarg);
 				return VNC_OPTIONS_BAD;
 			}
+			break;
+		case OPT_STATE_DIR:
+			o->state_dir = optarg;
 			break;
 		case OPT_VIEW_ONLY:
 			o->view_only = true;

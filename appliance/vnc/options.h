@@ -20,6 +20,8 @@ struct vnc_options {
 	const char *allowed_hosts; /* extra Host/Origin names for WebSockets, or NULL */
 	char *secret;              /* per-sandbox secret (CLOCHE_VNC_SECRET), or NULL;
 				    * a copy the caller frees with vnc_options_free() */
+	const char *state_dir;     /* what outlives a restart (state.h), or NULL
+				    * (--state-dir, CLOCHE_VNC_STATE_DIR) */
 	const char *name;          /* desktop name shown by viewers */
 	int frame_ms;              /* least time between two screen grabs */
 	bool view_only;            /* ignore every input event */

@@ -15,6 +15,7 @@
 #define HELP_TIMEOUT_S 600
 #define HELP_TIMEOUT_MAX_S 3600
 #define HELP_PROGRESS_MS 10000
+#define HELP_REASK_MS 250 /* while cloche-vnc starts again */
 
 static char display[64];
 
@@ -135,12 +136,39 @@ static const char help_schema[] =
 	"\"description\":\"give up waiting after this many seconds; default 600\"}},"
 	"\"required\":[\"reason\"],\"additionalProperties\":false}";
 
+/* Asks cloche-vnc for a person with reason r: the connection to wait on
+ * for the answer.  first: a refusal or no cloche-vnc is the call's answer
+ * (put in res, -1); later (cloche-vnc restarting) it is -1 to try again. */
+static int help_ask(const json_t *r, struct mcp_result *res, bool first)
+{
+	json_t *req = json_pack("{s:s, s:O}", "op", "help", "reason", r), *ans = NULL;
+	struct err le = ERR_INIT;
+	int fd = req ? x11_lease_request(display, req, 2000, &ans, &le) : -1;
+
+	json_decref(req);
+	if (fd >= 0 && !json_is_true(json_object_get(ans, "ok"))) {
+		if (first)
+			mcp_result_error(res, "cannot ask for a person: %s",
+					 json_string_value(json_object_get(ans, "error")) ?: "refused");
+		close(fd);
+		fd = -1;
+	} else if (fd < 0 && first) {
+		if (fd == -2)
+			mcp_result_error(res, "nobody can watch this desktop: no VNC server runs on it");
+		else
+			mcp_result_error(res, "cannot ask for a person: %s",
+					 le.msg[0] ? le.msg : "no memory");
+	}
+	json_decref(ans);
+	return fd < 0 ? -1 : fd;
+}
+
 static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result *res,
 		   struct err *e)
 {
 	const json_t *r = json_object_get(args, "reason"), *t = json_object_get(args, "timeout_s");
 	double timeout_s = HELP_TIMEOUT_S;
-	json_t *req, *ans = NULL, *a;
+	json_t *ans = NULL, *a;
 	const char *note;
 	struct err le = ERR_INIT;
 	uint64_t start = util_now_ms(), last_progress = start;
@@ -155,25 +183,9 @@ static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result 
 		return err_set(e, 0, "`timeout_s` must be a number from 1 to %d", HELP_TIMEOUT_MAX_S);
 	if (t)
 		timeout_s = json_number_value(t);
-	req = json_pack("{s:s, s:O}", "op", "help", "reason", r);
-	fd = req ? x11_lease_request(display, req, 2000, &ans, &le) : -1;
-	json_decref(req);
-	if (fd == -2) {
-		mcp_result_error(res, "nobody can watch this desktop: no VNC server runs on it");
+	fd = help_ask(r, res, true);
+	if (fd < 0)
 		return 0;
-	}
-	if (fd < 0) {
-		mcp_result_error(res, "cannot ask for a person: %s", le.msg[0] ? le.msg : "no memory");
-		return 0;
-	}
-	if (!json_is_true(json_object_get(ans, "ok"))) {
-		mcp_result_error(res, "cannot ask for a person: %s",
-				 json_string_value(json_object_get(ans, "error")) ?: "refused");
-		json_decref(ans);
-		return 0;
-	}
-	json_decref(ans);
-	ans = NULL;
 	log_info("waiting for a person", "{s:f}", "timeout_s", timeout_s);
 	for (;;) {
 		uint64_t now = util_now_ms();
@@ -198,12 +210,25 @@ static int help_fn(struct mcp_call *call, const json_t *args, struct mcp_result 
 			mcp_call_progress(call, (double)(now - start) / 1000, 0, msg);
 			last_progress = now;
 		}
+		if (fd < 0) {
+			/* cloche-vnc is starting again: ask again as soon as it
+			 * listens (it kept the request, and an answer given meanwhile) */
+			usleep(HELP_REASK_MS * 1000);
+			fd = help_ask(r, res, false);
+			continue;
+		}
 		got = x11_lease_read(fd, 500, &ans, &le);
 		if (got == 0)
 			continue;
 		if (got < 0) {
-			mcp_result_error(res, "the wait for a person ended: %s", le.msg);
-			return 0;
+			/* Any X client may end cloche-vnc (it exits when its X
+			 * connection is killed) and init starts it again. */
+			log_warn("the wait for a person was cut off: asking again", "{s:s}", "error",
+				 le.msg);
+			close(fd);
+			fd = -1;
+			le = (struct err)ERR_INIT;
+			continue;
 		}
 		break;
 	}

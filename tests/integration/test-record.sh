@@ -7,9 +7,10 @@
 # duration, the frame count), read the trace (the calls made, with the
 # recording's id and offsets, no image data), bad ids and states get JSON
 # errors, the recorder refuses anyone without the node's secret, an acquire
-# with `desktop.record` records from the start, a resize by the agent
-# keeps what was recorded and goes on in a new segment, a hibernate ends a
-# recording whole, and a release leaves nothing.
+# with `desktop.record` records from the start, a resize by the agent and
+# its XKillClient of the grab each keep what was recorded and go on in a
+# new segment, a hibernate ends a recording whole, and a release leaves
+# nothing.
 #   RECORD_TEST_QUICK=1   6 s of scrolling and no hibernate
 # sanitize: yes
 set -uo pipefail
@@ -168,35 +169,61 @@ check "cloche record on an unknown sandbox: exit 3 (not found)" \
 # The agent resizes the screen from its own shell while a recording runs:
 # x11grab cannot follow, so the segment ends (kept, playable up to its last
 # fragment: the MP4 is fragmented) and the recording goes on in a new
-# segment at the new size, which the first one's id still stops.
+# segment at the new size, which the first one's id still stops.  Then the
+# agent kills the grab's X connection (XKillClient, which X lets any client
+# do): the same again.  It notes the display's clients before the recording
+# starts, and kills those that came after (tests/lib/agent-attack.py).
+agent_x() {
+	mcp "$SID" 8889 run_command "$(jq -nc --arg c "echo $(base64 -w0 tests/lib/agent-attack.py) |
+		base64 -d >/tmp/attack.py && python3 /tmp/attack.py $*" '{command: $c}')"
+}
+agent_x "xclients >/tmp/x.before && echo listed" >"$work/xclients.out"
+check "the agent lists the display's clients" grep -q listed "$work/xclients.out"
 r=$(pcall "$U1" POST "/sbv1/sandboxes/$SB/recordings")
 REC3=$(js "$r" .recording.id)
 check "a recording starts for the resize" test "$(st "$r")" = 201
 sleep 5
 mcp "$SID" 8889 run_command '{"command":"cloche-xprobe --display :0 --set-size 1024x768 && echo resized"}' >"$work/resize.out"
 check "the agent resizes the screen to 1024x768 from its shell" grep -q resized "$work/resize.out"
+# next_seg ID: the running segment that continues ID
 next_seg() { js "$(pcall "$U1" GET "/sbv1/sandboxes/$SB/recordings")" \
-	"[.recordings[] | select(.continues == \"$REC3\" and .state == \"recording\") | .id][0] // empty"; }
-NEXT=
-for ((i = 0; i < 100; i++)); do NEXT=$(next_seg) && [[ -n $NEXT ]] && break; sleep 0.2; done
-r=$(pcall "$U1" GET "/sbv1/sandboxes/$SB/recordings")
-check "the recording goes on in a new segment that continues it (${NEXT:-none})" test -n "$NEXT"
-check "... the first segment ended, failed (ffmpeg died), its bytes kept" \
-	bash -c '[[ $(js "$1" "[.recordings[] | select(.id == \"$2\") | \"\(.state) \(.reason) \(.bytes > 0)\"][0]") == "failed ffmpeg died true" ]]' _ "$r" "$REC3"
+	"[.recordings[] | select(.continues == \"$1\" and .state == \"recording\") | .id][0] // empty"; }
+# went_on ID WHICH: waits up to 20 s for the segment after ID into $seg, and
+# checks it and how ID ended
+went_on() {
+	local i r
+	seg=
+	for ((i = 0; i < 100; i++)); do seg=$(next_seg "$1") && [[ -n $seg ]] && break; sleep 0.2; done
+	r=$(pcall "$U1" GET "/sbv1/sandboxes/$SB/recordings")
+	check "the recording goes on in a $2 segment that continues it (${seg:-none})" test -n "$seg"
+	check "... the one before ended, failed (ffmpeg died), its bytes kept" \
+		bash -c '[[ $(js "$1" "[.recordings[] | select(.id == \"$2\") | \"\(.state) \(.reason) \(.bytes > 0)\"][0]") == "failed ffmpeg died true" ]]' _ "$r" "$1"
+}
+went_on "$REC3" second
+NEXT=$seg
 code=$(curl -s -o "$work/seg1.mp4" -w '%{http_code}' -H "Authorization: Bearer $U1" "$PORTAL/sbv1/sandboxes/$SB/recordings/$REC3")
 probe=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries \
 	stream=codec_name,width,height,nb_read_frames -show_entries format=duration -of json "$work/seg1.mp4")
 echo "# first segment: HTTP $code, $(jq -c . <<<"$probe")"
-check "... and it downloads (200) and plays: H.264 at 1280x800, about 5 s" \
+check "... the first downloads (200) and plays: H.264 at 1280x800, about 5 s" \
 	bash -c '[[ $1 == 200 && $(jq -r ".streams[0] | \"\(.codec_name) \(.width)x\(.height)\"" <<<"$2") == "h264 1280x800" ]] &&
 		awk -v d="$(jq -r .format.duration <<<"$2")" "BEGIN { exit !(d >= 2 && d <= 9) }"' _ "$code" "$probe"
 sleep 3
+agent_x "xkill-new /tmp/x.before" >"$work/xkill.out"
+sed 's/^/# agent: /' "$work/xkill.out"
+check "the agent kills the recorder's X connection (XKillClient)" grep -q '^xkill client-.* ok' "$work/xkill.out"
+went_on "$NEXT" third
+NEXT2=$seg
+code=$(curl -s -o "$work/seg2.mp4" -w '%{http_code}' -H "Authorization: Bearer $U1" "$PORTAL/sbv1/sandboxes/$SB/recordings/$NEXT")
+check "... the second downloads (200) and plays at the new size, 1024x768" \
+	bash -c '[[ $1 == 200 && $(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,width,height -of csv=p=0 "$2") == h264,1024,768 ]]' _ "$code" "$work/seg2.mp4"
+sleep 2
 r=$(pcall "$U1" POST "/sbv1/sandboxes/$SB/recordings/$REC3/stop")
 check "stopping by the first segment's id stops the running one: 200, done" \
-	bash -c '[[ $(st "$1") == 200 && $(js "$1" .id) == "$2" && $(js "$1" .state) == done ]]' _ "$r" "$NEXT"
-curl -s -o "$work/seg2.mp4" -H "Authorization: Bearer $U1" "$PORTAL/sbv1/sandboxes/$SB/recordings/$NEXT"
-check "the new segment plays at the new size, 1024x768" \
-	test "$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,width,height -of csv=p=0 "$work/seg2.mp4")" = "h264,1024,768"
+	bash -c '[[ $(st "$1") == 200 && $(js "$1" .id) == "$2" && $(js "$1" .state) == done ]]' _ "$r" "$NEXT2"
+curl -s -o "$work/seg3.mp4" -H "Authorization: Bearer $U1" "$PORTAL/sbv1/sandboxes/$SB/recordings/$NEXT2"
+check "the third segment plays, 1024x768" \
+	test "$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,width,height -of csv=p=0 "$work/seg3.mp4")" = "h264,1024,768"
 mcp "$SID" 8889 run_command '{"command":"cloche-xprobe --display :0 --set-size 1280x800"}' >/dev/null
 
 if [[ -z $QUICK ]]; then

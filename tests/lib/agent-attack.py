@@ -6,10 +6,15 @@
 #   python3 - bind SECONDS    keep trying to take their ports and the
 #                             control socket for SECONDS (a restart may be
 #                             under way meanwhile); prints the successes
+#   python3 - xclients        list the display's clients (X-Resource)
+#   python3 - xkill-new FILE  XKillClient every client not in FILE, as
+#                             xclients wrote it (the display is shared: X
+#                             lets any client do this to any other)
 import ctypes
 import os
 import signal
 import socket
+import struct
 import sys
 import time
 
@@ -92,8 +97,95 @@ def bind(seconds):
     print(f"tries {tries}")
 
 
+class X:
+    """Just enough of the X11 protocol, spoken on the display's socket."""
+
+    def __init__(self):
+        display = os.environ.get("DISPLAY", ":0").lstrip(":").split(".")[0]
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(f"/tmp/.X11-unix/X{display}")
+        self.s.sendall(b"l\0" + struct.pack("<HHHH", 11, 0, 0, 0) + b"\0\0")
+        head = self.read(8)
+        if head[0] != 1:
+            raise OSError(f"X refused the connection: {self.read(head[1])!r}")
+        body = self.read(struct.unpack_from("<H", head, 6)[0] * 4)
+        self.base = struct.unpack_from("<I", body, 4)[0]
+
+    def read(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise OSError("X closed the connection")
+            out += chunk
+        return out
+
+    def send(self, opcode, data1, body=b""):
+        body += b"\0" * (-len(body) % 4)
+        self.s.sendall(struct.pack("<BBH", opcode, data1, 1 + len(body) // 4) + body)
+
+    def reply(self):
+        """The next reply; errors before it are counted, events skipped."""
+        errors = 0
+        while True:
+            pkt = self.read(32)
+            if pkt[0] == 0:
+                errors += 1
+            elif pkt[0] == 1:
+                return pkt + self.read(struct.unpack_from("<I", pkt, 4)[0] * 4), errors
+
+    def extension(self, name):
+        self.send(98, 0, struct.pack("<HH", len(name), 0) + name)
+        pkt, _ = self.reply()
+        if not pkt[8]:
+            raise OSError(f"no {name.decode()} extension")
+        return pkt[9]
+
+    def clients(self):
+        """The resource bases of the display's clients (X-Resource)."""
+        res = self.extension(b"X-Resource")
+        self.send(res, 0, struct.pack("<BBH", 1, 2, 0))  # QueryVersion 1.2
+        self.reply()
+        self.send(res, 1)  # QueryClients
+        pkt, _ = self.reply()
+        n = struct.unpack_from("<I", pkt, 8)[0]
+        return {struct.unpack_from("<I", pkt, 32 + 8 * i)[0] for i in range(n)} - {0, self.base}
+
+    def kill(self, base, tries=64):
+        """KillClient names a client by any resource it owns: try the
+        first ids a client makes, until one is not refused."""
+        for i in range(1, tries + 1):
+            self.send(113, 0, struct.pack("<I", base | i))
+        self.send(43, 0)  # GetInputFocus: a reply after all of them
+        _, errors = self.reply()
+        return tries - errors
+
+
+def xclients():
+    for base in sorted(X().clients()):
+        print(f"{base:#x}")
+
+
+def xkill_new(before):
+    """Kill the connections made since `xclients` wrote BEFORE.  (X-Resource
+    names a client's pid too, but the X server learns it from SO_PEERCRED,
+    which gVisor answers with the server's own.)"""
+    with open(before) as f:
+        old = {int(line, 16) for line in f if line.strip()}
+    x = X()
+    new = sorted(x.clients() - old)
+    if not new:
+        print("xkill new-clients refused none")
+    for base in new:
+        print(f"xkill client-{base:#x} {'ok' if x.kill(base) else 'refused no-resource'}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "signals":
         signals()
+    elif sys.argv[1] == "xclients":
+        xclients()
+    elif sys.argv[1] == "xkill-new":
+        xkill_new(sys.argv[2])
     else:
         bind(float(sys.argv[2]))

@@ -14,7 +14,8 @@ TESTS += $(BUILD)/tests/unit-common
 UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/appliance/*.c)) \
 	$(BUILD)/obj/appliance/init/config.o $(BUILD)/obj/appliance/init/memguard.o \
 	$(BUILD)/obj/appliance/init/netcheck.o $(BUILD)/obj/appliance/vnc/marker.o \
-	$(BUILD)/obj/appliance/vnc/lease.o $(BUILD)/obj/appliance/vnc/request.o \
+	$(BUILD)/obj/appliance/vnc/lease.o $(BUILD)/obj/appliance/vnc/state.o \
+	$(BUILD)/obj/appliance/vnc/request.o \
 	$(BUILD)/obj/appliance/vnc/size.o $(BUILD)/obj/appliance/x11/x11_lease.o \
 	$(BUILD)/obj/appliance/rec/recorder.o
 $(BUILD)/obj/tests/unit/appliance/test_compat.o: CFLAGS += -DCOMPAT_SO='"$(BUILD)/lib/libcloche-compat.so"'

@@ -34,5 +34,6 @@ Suite *suite_size(void);
 Suite *suite_x11_lease(void);
 Suite *suite_recorder(void);
 Suite *suite_vnc_request(void);
+Suite *suite_vnc_state(void);
 
 #endif

@@ -17,6 +17,7 @@ int main(void)
 	srunner_add_suite(sr, suite_x11_lease());
 	srunner_add_suite(sr, suite_recorder());
 	srunner_add_suite(sr, suite_vnc_request());
+	srunner_add_suite(sr, suite_vnc_state());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

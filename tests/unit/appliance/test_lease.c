@@ -5,6 +5,7 @@
 #include "tests/unit/unit.h"
 
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct vnc_lease *l;
@@ -218,6 +219,143 @@ START_TEST(what_a_page_sees)
 }
 END_TEST
 
+/* A restart: what was saved is taken up by a new lease in a new process. */
+static struct vnc_lease *restarted(uint64_t now)
+{
+	json_t *saved = vnc_lease_save_json(l);
+	char *text = json_dumps(saved, JSON_COMPACT);
+	json_t *back = json_loads(text, 0, NULL);
+	struct vnc_lease *n = vnc_lease_new();
+
+	ck_assert_ptr_nonnull(back);
+	ck_assert_int_eq(vnc_lease_restore(n, back, now), 0);
+	json_decref(saved);
+	json_decref(back);
+	free(text);
+	return n;
+}
+
+START_TEST(the_holder_keeps_control_across_a_restart)
+{
+	struct vnc_lease *n;
+	int64_t since;
+
+	vnc_lease_viewer_join(l, "pageA");
+	ck_assert_int_eq(vnc_lease_take(l, "pageA", 5000), VNC_LEASE_OK);
+	n = restarted(100);
+	/* the agent stays held; the page comes back within the grace */
+	ck_assert_int_eq(vnc_lease_agent_begin(n, &since), VNC_LEASE_HELD);
+	ck_assert_int_eq(since, 5000);
+	vnc_lease_tick(n, 100 + VNC_LEASE_GRACE_MS - 1, 9000);
+	vnc_lease_viewer_join(n, "pageA");
+	vnc_lease_tick(n, 100 + VNC_LEASE_GRACE_MS + 1, 9000);
+	ck_assert(vnc_lease_may_input(n, "pageA", false, 100 + VNC_LEASE_GRACE_MS + 2, 9001));
+	ck_assert_int_eq(vnc_lease_hand_back(n, "pageA", "all yours", 9500), VNC_LEASE_OK);
+	vnc_lease_free(n);
+}
+END_TEST
+
+START_TEST(a_holder_who_does_not_come_back_loses_it_after_the_grace)
+{
+	struct vnc_lease *n;
+	struct vnc_lease_answer a;
+	int64_t since;
+
+	vnc_lease_viewer_join(l, "pageA");
+	ck_assert_int_eq(vnc_lease_take(l, "pageA", 5000), VNC_LEASE_OK);
+	n = restarted(100);
+	vnc_lease_tick(n, 100 + VNC_LEASE_GRACE_MS, 9000);
+	ck_assert_int_eq(vnc_lease_agent_begin(n, &since), VNC_LEASE_OK);
+	vnc_lease_agent_end(n);
+	ck_assert(vnc_lease_take_handback(n, &a));
+	ck_assert(a.left);
+	vnc_lease_free(n);
+}
+END_TEST
+
+START_TEST(help_requests_and_answers_outlive_a_restart)
+{
+	struct vnc_lease *n;
+	struct vnc_lease_answer a;
+	unsigned waiting, answered, id;
+
+	vnc_lease_viewer_join(l, "pageA");
+	answered = vnc_lease_help_add(l, "log in for me", 1000);
+	ck_assert_int_eq(vnc_lease_take(l, "pageA", 2000), VNC_LEASE_OK);
+	ck_assert_int_eq(vnc_lease_hand_back(l, "pageA", "done: logged in", 3000), VNC_LEASE_OK);
+	waiting = vnc_lease_help_add(l, "solve the captcha", 4000);
+	n = restarted(100);
+	/* the request is still shown while its caller is away */
+	{
+		json_t *st = vnc_lease_state_json(n, NULL);
+		json_t *help = json_object_get(st, "help");
+
+		ck_assert_int_eq(json_array_size(help), 1);
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(help, 0), "reason")),
+				 "solve the captcha");
+		json_decref(st);
+	}
+	/* the agent asks again with the same reasons: the answer given before
+	 * the restart, and the request it was waiting on */
+	id = vnc_lease_help_add(n, "log in for me", 5000);
+	ck_assert_uint_eq(id, answered);
+	ck_assert(vnc_lease_help_result(n, id, &a));
+	ck_assert_str_eq(a.note, "done: logged in");
+	ck_assert_int_eq(a.taken_wall, 2000);
+	ck_assert_int_eq(a.back_wall, 3000);
+	ck_assert_uint_eq(vnc_lease_help_add(n, "solve the captcha", 5000), waiting);
+	/* a new request does not reuse an id */
+	id = vnc_lease_help_add(n, "something else", 5000);
+	ck_assert_uint_gt(id, waiting);
+	vnc_lease_free(n);
+}
+END_TEST
+
+START_TEST(an_orphan_restored_goes_after_its_time)
+{
+	struct vnc_lease *n;
+	json_t *st;
+
+	vnc_lease_help_add(l, "anyone?", 1000);
+	n = restarted(100);
+	vnc_lease_tick(n, 100 + VNC_LEASE_ORPHAN_MS, 9000);
+	st = vnc_lease_state_json(n, NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(st, "help")), 0);
+	json_decref(st);
+	vnc_lease_free(n);
+}
+END_TEST
+
+START_TEST(what_is_not_a_saved_lease_is_refused)
+{
+	static const char *const bad[] = {
+		"{}",
+		"{\"v\":2,\"holder\":null,\"next_help\":0,\"help\":[],\"handback\":null}",
+		"{\"v\":1,\"holder\":{\"key\":\"\",\"since\":1},\"next_help\":0,\"help\":[],"
+		"\"handback\":null}",
+		"{\"v\":1,\"holder\":{\"key\":\"k\"},\"next_help\":0,\"help\":[],\"handback\":null}",
+		"{\"v\":1,\"holder\":null,\"next_help\":-1,\"help\":[],\"handback\":null}",
+		"{\"v\":1,\"holder\":null,\"next_help\":0,\"help\":[{\"id\":0,\"reason\":\"r\","
+		"\"since\":1,\"answer\":null}],\"handback\":null}",
+		"{\"v\":1,\"holder\":null,\"next_help\":0,\"help\":[],\"handback\":{\"left\":1}}",
+	};
+	int64_t since;
+
+	vnc_lease_viewer_join(l, "pageA");
+	ck_assert_int_eq(vnc_lease_take(l, "pageA", 5000), VNC_LEASE_OK);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = json_loads(bad[i], 0, NULL);
+
+		ck_assert_msg(j != NULL, "%s", bad[i]);
+		ck_assert_msg(vnc_lease_restore(l, j, 10) == -1, "%s", bad[i]);
+		json_decref(j);
+	}
+	/* left as it was */
+	ck_assert_int_eq(vnc_lease_agent_begin(l, &since), VNC_LEASE_HELD);
+	ck_assert(vnc_lease_may_input(l, "pageA", false, 20, 5001));
+}
+END_TEST
+
 Suite *suite_lease(void)
 {
 	Suite *s = suite_create("lease");
@@ -234,6 +372,11 @@ Suite *suite_lease(void)
 	tcase_add_test(tc, an_abandoned_request_is_taken_up_again_by_a_retry);
 	tcase_add_test(tc, notes_and_reasons_are_cut_on_character_boundaries);
 	tcase_add_test(tc, what_a_page_sees);
+	tcase_add_test(tc, the_holder_keeps_control_across_a_restart);
+	tcase_add_test(tc, a_holder_who_does_not_come_back_loses_it_after_the_grace);
+	tcase_add_test(tc, help_requests_and_answers_outlive_a_restart);
+	tcase_add_test(tc, an_orphan_restored_goes_after_its_time);
+	tcase_add_test(tc, what_is_not_a_saved_lease_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
