@@ -6,6 +6,7 @@
  * record for the node, rewritten whole (temporary file and rename) at start
  * and at the end. */
 #include "recorder.h"
+#include "mp4.h"
 
 #include "common/json.h"
 #include "common/log.h"
@@ -137,6 +138,44 @@ struct recorder *recorder_new(const struct rec_opts *o, struct err *e)
 	return r;
 }
 
+/* Cuts the running segment's MP4 after its last whole fragment. */
+static void trim(struct recorder *r)
+{
+	char path[4200];
+	uint64_t cut;
+	struct err e = ERR_INIT;
+
+	path_of(r, r->id, ".mp4", path, sizeof(path));
+	if (mp4_trim(path, &cut, &e) == -1)
+		log_warn("cannot cut a recording to its whole fragments", "{s:s, s:s}", "id", r->id,
+			 "error", e.msg);
+	else if (cut)
+		log_info("a recording's unfinished fragment was cut", "{s:s, s:I}", "id", r->id,
+			 "bytes", (json_int_t)cut);
+}
+
+/* Writes a recording's record whole; on a full disk, over the record it
+ * replaces (whose blocks are already there), so that it still says how the
+ * recording ended. */
+static int save_record(const char *path, const json_t *j, struct err *e)
+{
+	AUTOFREE char *text = NULL;
+	AUTOCLOSE int fd = -1;
+
+	if (cj_save_file(path, j, 0644, e) == 0)
+		return 0;
+	if (e->code != ENOSPC)
+		return -1;
+	text = cj_dump(j);
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (!text || fd == -1 || pwrite(fd, text, strlen(text), 0) != (ssize_t)strlen(text) ||
+	    ftruncate(fd, (off_t)strlen(text)) == -1)
+		return -1; /* e still says ENOSPC */
+	log_warn("the disk is full: a recording's record was written over its last one",
+		 "{s:s}", "path", path);
+	return 0;
+}
+
 /* Ends the bookkeeping of the running recording: its sidecar says state,
  * `current` goes. */
 static void finish(struct recorder *r, const char *state, const char *reason)
@@ -154,7 +193,7 @@ static void finish(struct recorder *r, const char *state, const char *reason)
 	json_object_set_new(j, "bytes", json_integer(stat(path, &st) == 0 ? (json_int_t)st.st_size : 0));
 	json_object_set_new(j, "reason", json_string(reason));
 	path_of(r, r->id, ".json", path, sizeof(path));
-	if (cj_save_file(path, j, 0644, &e) == -1)
+	if (save_record(path, j, &e) == -1)
 		log_error("cannot write a recording's record", "{s:s, s:s}", "id", r->id, "error", e.msg);
 	snprintf(path, sizeof(path), "%s/current", r->o->dir);
 	unlink(path);
@@ -183,7 +222,7 @@ static int wait_exit(struct recorder *r, long long ms)
 }
 
 /* The last line ffmpeg wrote to its log, for an error message. */
-static void ffmpeg_said(char *out, size_t len)
+static bool ffmpeg_said(char *out, size_t len)
 {
 	char text[2048];
 	AUTOCLOSE int fd = open(FFMPEG_LOG, O_RDONLY | O_CLOEXEC);
@@ -192,12 +231,13 @@ static void ffmpeg_said(char *out, size_t len)
 
 	snprintf(out, len, "no message");
 	if (n <= 0)
-		return;
+		return false;
 	text[n] = '\0';
 	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
 		text[--n] = '\0';
 	last = strrchr(text, '\n');
 	snprintf(out, len, "%.280s", last ? last + 1 : text);
+	return strstr(text, strerror(ENOSPC)) != NULL;
 }
 
 static pid_t spawn_ffmpeg(const struct rec_opts *o, const char *out, struct err *e)
@@ -357,18 +397,22 @@ void recorder_reap(struct recorder *r)
 		uint64_t ran = util_now_ms() - r->started_mono;
 		struct err e = ERR_INIT;
 
-		ffmpeg_said(said, sizeof(said));
+		bool full = ffmpeg_said(said, sizeof(said));
+
 		log_error("ffmpeg died while recording", "{s:s, s:i, s:s}", "id", r->id, "status", st,
 			  "ffmpeg", said);
 		snprintf(prev, sizeof(prev), "%s", r->id);
 		/* Its fragments so far play (rec_ffmpeg_argv): the segment ends
-		 * "failed" but whole up to its last fragment. */
-		finish(r, "failed", "ffmpeg died");
+		 * "failed" but whole up to its last fragment.  The fragment it
+		 * was writing goes (on a full disk, the room for its record). */
+		trim(r);
+		finish(r, "failed", full ? "disk full" : "ffmpeg died");
 		/* The screen was resized, the grab's X connection killed, the
 		 * display restarted: the recording goes on in a new segment at
-		 * the screen's new size.  Not after a segment that ended at once
-		 * (a disk that is full, a display that is gone), nor forever. */
-		if (ran < REC_SEGMENT_MIN_MS || r->segments >= REC_SEGMENTS_MAX)
+		 * the screen's new size.  Not on a full disk (the cut fragment's
+		 * room would only go to the next one), not after a segment that
+		 * ended at once (a display that is gone), nor forever. */
+		if (full || ran < REC_SEGMENT_MIN_MS || r->segments >= REC_SEGMENTS_MAX)
 			return;
 		if (rnd_hex("rec-", 8, next, sizeof(next), &e) == -1)
 			return;

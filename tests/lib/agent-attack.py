@@ -6,6 +6,8 @@
 #   python3 - bind SECONDS    keep trying to take their ports and the
 #                             control socket for SECONDS (a restart may be
 #                             under way meanwhile); prints the successes
+#   python3 - noise SECONDS   paint random squares on the screen (a recording
+#                             of it grows as fast as it can)
 #   python3 - xclients        list the display's clients (X-Resource)
 #   python3 - xkill-new FILE  XKillClient every client not in FILE, as
 #                             xclients wrote it (the display is shared: X
@@ -110,6 +112,11 @@ class X:
             raise OSError(f"X refused the connection: {self.read(head[1])!r}")
         body = self.read(struct.unpack_from("<H", head, 6)[0] * 4)
         self.base = struct.unpack_from("<I", body, 4)[0]
+        vendor, formats = struct.unpack_from("<H", body, 16)[0], body[21]
+        screen = 32 + vendor + (-vendor % 4) + 8 * formats
+        self.root = struct.unpack_from("<I", body, screen)[0]
+        self.width, self.height = struct.unpack_from("<HH", body, screen + 20)
+        self.depth = body[screen + 38]
 
     def read(self, n):
         out = b""
@@ -161,6 +168,26 @@ class X:
         return tries - errors
 
 
+def noise(seconds):
+    """Paints random 128x128 squares over the screen for SECONDS: what an
+    encoder cannot compress, so that a recording grows as fast as it can."""
+    x = X()
+    gc = x.base | 0x100
+    x.send(55, 0, struct.pack("<III", gc, x.root, 0))  # CreateGC
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        for _ in range(8):
+            px, py = (int.from_bytes(os.urandom(2), "little") % max(1, d - 128)
+                      for d in (x.width, x.height))
+            x.send(72, 2, struct.pack("<IIHHhhBBxx", x.root, gc, 128, 128, px, py, 0, x.depth)
+                   + os.urandom(128 * 128 * 4))  # PutImage, ZPixmap
+            n += 1
+        x.send(43, 0)  # GetInputFocus: let the server catch up
+        x.reply()
+        time.sleep(0.02)
+    print(f"noise squares {n}")
+
+
 def xclients():
     for base in sorted(X().clients()):
         print(f"{base:#x}")
@@ -183,6 +210,8 @@ def xkill_new(before):
 if __name__ == "__main__":
     if sys.argv[1] == "signals":
         signals()
+    elif sys.argv[1] == "noise":
+        noise(float(sys.argv[2]))
     elif sys.argv[1] == "xclients":
         xclients()
     elif sys.argv[1] == "xkill-new":

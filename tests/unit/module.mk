@@ -17,7 +17,7 @@ UNIT_APPLIANCE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/unit/app
 	$(BUILD)/obj/appliance/vnc/lease.o $(BUILD)/obj/appliance/vnc/state.o \
 	$(BUILD)/obj/appliance/vnc/request.o \
 	$(BUILD)/obj/appliance/vnc/size.o $(BUILD)/obj/appliance/x11/x11_lease.o \
-	$(BUILD)/obj/appliance/rec/recorder.o
+	$(BUILD)/obj/appliance/rec/recorder.o $(BUILD)/obj/appliance/rec/mp4.o
 $(BUILD)/obj/tests/unit/appliance/test_compat.o: CFLAGS += -DCOMPAT_SO='"$(BUILD)/lib/libcloche-compat.so"'
 $(BUILD)/tests/unit-appliance: $(UNIT_APPLIANCE_OBJS) $(COMMON_LIB) | $(BUILD)/lib/libcloche-compat.so
 	@mkdir -p $(@D)
