@@ -551,32 +551,32 @@ fi
 # connection, and the test starts cloche-vnc again as init would.
 restart_section() {
 	local disp3 port mport vpid hold helper old=Qq1_restart-secret-0123 new=Nn2_restart-secret-4567
-	local key=0123456789abcdef0123456789abcdef st="$WORK/state5"
+	local key=0123456789abcdef0123456789abcdef st="$WORK/restart-state"
 	disp3=$(x_free_display $((${DISP#:} + 2)) 199) || { not_ok "a third free X display"; return; }
-	Xvfb "$disp3" -screen 0 1024x768x24 -nolisten tcp -noreset >"$WORK/xvfb3.log" 2>&1 &
+	Xvfb "$disp3" -screen 0 1024x768x24 -nolisten tcp -noreset >"$WORK/restart-xvfb.log" 2>&1 &
 	PIDS+=($!)
 	wait_for 15 xdpyinfo -display "$disp3" >/dev/null 2>&1 || { not_ok "Xvfb on $disp3 starts"; return; }
 	# mcp-desktop waits for a person through the restart (it is no target)
 	mport=$(free_port)
-	"$MCP" --display "$disp3" --listen 127.0.0.1 --port "$mport" 2>"$WORK/mcp5.log" &
+	"$MCP" --display "$disp3" --listen 127.0.0.1 --port "$mport" 2>"$WORK/restart-mcp.log" &
 	PIDS+=($!)
 	wait_for 15 listening "$mport" || { not_ok "mcp-desktop on $disp3 starts"; return; }
-	DISPLAY=$disp3 python3 tests/lib/agent-attack.py xclients >"$WORK/x5.before"
+	DISPLAY=$disp3 python3 tests/lib/agent-attack.py xclients >"$WORK/restart-x.before"
 	mkdir -m 700 "$st"
 	port=$(free_port)
 	start5() { # start5 N: the Nth start, ready
 		CLOCHE_VNC_SECRET=$old "$VNC" --display "$disp3" --listen 127.0.0.1 --rfb-port 0 \
-			--http-port "$port" --state-dir "$st" 2>>"$WORK/vnc5.log" &
+			--http-port "$port" --state-dir "$st" 2>>"$WORK/restart-vnc.log" &
 		vpid=$!
 		PIDS+=("$vpid")
-		wait_for 15 bash -c '(( $(grep -c "cloche-vnc started" "$1") >= $2 ))' _ "$WORK/vnc5.log" "$1"
+		wait_for 15 bash -c '(( $(grep -c "cloche-vnc started" "$1") >= $2 ))' _ "$WORK/restart-vnc.log" "$1"
 	}
 	# hold SECRET: a page's viewer (key $key) connected until the server goes
 	hold() {
-		python3 tests/lib/ws-viewer.py "$port" "$1" "$key" >"$WORK/hold.out" &
+		python3 tests/lib/ws-viewer.py "$port" "$1" "$key" >"$WORK/restart-hold.out" &
 		hold=$!
 		PIDS+=("$hold")
-		wait_for 5 grep -q . "$WORK/hold.out" && sleep 0.3
+		wait_for 5 grep -q . "$WORK/restart-hold.out" && sleep 0.3
 	}
 	control() { # control SECRET [ACTION]: the lease as the page sees it
 		curl -s -m 5 -H "Origin: http://127.0.0.1" ${2:+-X POST} \
@@ -588,10 +588,10 @@ restart_section() {
 	start5 1 || { not_ok "cloche-vnc with --state-dir starts"; return; }
 	hold "$old"
 	got=$(lease "$old" take)
-	check "restart: a page's viewer connects ($(cat "$WORK/hold.out")) and takes control ($got)" \
-		test "$(cat "$WORK/hold.out") $got" = "101 person true false"
+	check "restart: a page's viewer connects ($(cat "$WORK/restart-hold.out")) and takes control ($got)" \
+		test "$(cat "$WORK/restart-hold.out") $got" = "101 person true false"
 	node tests/e2e/mcp-call.mjs --url "http://127.0.0.1:$mport/mcp" --tool request_human_help \
-		--args '{"reason":"approve the payment","timeout_s":120}' --timeout-ms 130000 >"$WORK/help5.out" 2>&1 &
+		--args '{"reason":"approve the payment","timeout_s":120}' --timeout-ms 130000 >"$WORK/restart-help.out" 2>&1 &
 	helper=$!
 	PIDS+=("$helper")
 	# shellcheck disable=SC2317  # called by wait_for
@@ -602,17 +602,19 @@ restart_section() {
 			-H "X-Cloche-New-Secret: $new" "http://127.0.0.1:$port/cloche/rekey")" = 200
 	check "restart: the state is a file only cloche-vnc's user reads (0600)" \
 		test "$(stat -c %a "$st/state.json")" = 600
-	DISPLAY=$disp3 python3 tests/lib/agent-attack.py xkill-new "$WORK/x5.before" >"$WORK/xkill5.out"
-	sed 's/^/# agent: /' "$WORK/xkill5.out"
+	DISPLAY=$disp3 python3 tests/lib/agent-attack.py xkill-new "$WORK/restart-x.before" >"$WORK/restart-xkill.out"
+	sed 's/^/# agent: /' "$WORK/restart-xkill.out"
 	wait_for 5 exited "$vpid"
 	check "restart: the agent's XKillClient ends cloche-vnc (its X connection lost)" \
 		bash -c 'grep -q "^xkill client-.* ok" "$1" && ! kill -0 "$2" 2>/dev/null &&
-			grep -q "X connection lost" "$3"' _ "$WORK/xkill5.out" "$vpid" "$WORK/vnc5.log"
+			grep -q "X connection lost" "$3"' _ "$WORK/restart-xkill.out" "$vpid" "$WORK/restart-vnc.log"
 	wait "$hold" 2>/dev/null
 	start5 2 || { not_ok "cloche-vnc starts again"; return; }
 	check "restart: it takes up the earlier run's lease, and its rekey" \
 		bash -c 'grep -q "the control lease of an earlier run is taken up" "$1" &&
-			grep -q "the secret an earlier run was rekeyed to is in force" "$1"' _ "$WORK/vnc5.log"
+			grep -q "the secret an earlier run was rekeyed to is in force" "$1"' _ "$WORK/restart-vnc.log"
+	grep -q "the secret an earlier run was rekeyed to is in force" "$WORK/restart-vnc.log" ||
+		grep -v '"level":"debug"' "$WORK/restart-vnc.log" | tail -12 | sed 's/^/#   /'
 	check "restart: the rekeyed secret opens a WebSocket (101), the environment's does not (403)" \
 		test "$(ws_code "$port" "/websockify?secret=$new" -H "Origin: http://127.0.0.1") $(ws_code "$port" "/websockify?secret=$old" -H "Origin: http://127.0.0.1")" = "101 403"
 	got=$(lease "$new")
@@ -627,8 +629,8 @@ restart_section() {
 		test "$(control "$new" 'hand_back&note=no%2C%20do%20not%20pay' | jq -r .control)" = agent
 	wait "$helper"
 	check "restart: the agent's request_human_help, asked again through the restart, gets that note" \
-		grep -q "Their note: no, do not pay" "$WORK/help5.out"
-	sed 's/^/# help: /' "$WORK/help5.out" | head -3
+		grep -q "Their note: no, do not pay" "$WORK/restart-help.out"
+	sed 's/^/# help: /' "$WORK/restart-help.out" | head -3
 }
 restart_section
 
