@@ -4,7 +4,8 @@
 # without id or special limits claims a member at once (with the egress
 # policy it asked for) and the pool refills; a create with an id is cold;
 # after kill -9 and a restart the members are still members; a dead member
-# is replaced; SIGTERM while refilling exits promptly and cleanly.
+# is replaced; SIGTERM while refilling exits promptly (within the keeper's
+# 5 s wait and some) and cleanly.
 # The agent's threads (keeper, egress, workers) all run here, so this test
 # also runs with the agent built with ASan+UBSan.
 # sanitize: yes
@@ -133,6 +134,9 @@ t0=$(now_ms)
 node_stop
 rc=$?
 stop_ms=$(($(now_ms) - t0))
-check "SIGTERM while refilling: exit 0 within 6 s (${stop_ms} ms)" test "$rc" = 0 -a "$stop_ms" -lt 6000
+# The node waits up to 5 s for the keeper's create (docs/node.md); 10 s
+# leaves room for a loaded machine (5.1-5.3 s alone, 6.0-6.2 s beside a
+# host-lane suite), and a hang still fails.
+check "SIGTERM while refilling: exit 0 within 10 s (${stop_ms} ms)" test "$rc" = 0 -a "$stop_ms" -lt 10000
 check "every log line is JSON" node_log_is_json
 tap_exit
